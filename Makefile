@@ -1,0 +1,54 @@
+# make run   set up .venv, migrate, load guidance data, create an admin, serve until Ctrl-C
+# make test  install the dev tools, lint, run every test (PYTEST_ARGS="-k auth" narrows it)
+
+VENV := .venv
+BIN := $(VENV)/bin
+# A Python >= 3.12 for the venv: `make PYTHON=/usr/bin/python3.12 run`, or found by
+# scripts/find-python inside the recipe that creates the venv, so that no other target needs one.
+PYTHON ?=
+PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --quiet
+
+.PHONY: venv dev run test lint format clean
+
+venv: $(VENV)/.installed-runtime
+
+dev: $(VENV)/.installed-dev
+
+$(BIN)/python:
+	@python='$(PYTHON)'; [ -n "$$python" ] || python=$$(sh scripts/find-python) || exit 1; \
+	echo "Creating $(VENV) with $$python"; \
+	"$$python" -m venv $(VENV)
+
+# The stamps are newer than the requirements they installed, so pip runs again only after a change.
+$(VENV)/.installed-runtime: requirements.txt | $(BIN)/python
+	$(PIP_INSTALL) -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed-runtime
+	$(PIP_INSTALL) -r requirements-dev.txt
+	@touch $@
+
+# DEBUG defaults to true here: a local run needs no SECRET_KEY and serves static files itself.
+run: venv
+	@export DEBUG="$${DEBUG:-true}"; \
+	$(BIN)/python manage.py migrate --noinput && \
+	$(BIN)/python manage.py seed_guidance && \
+	$(BIN)/python manage.py ensure_admin && \
+	exec $(BIN)/python manage.py serve
+
+# The tests import the settings, which need SECRET_KEY unless DEBUG is true.
+test: dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf var $(VENV) staticfiles .pytest_cache .ruff_cache

@@ -1,0 +1,80 @@
+from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
+
+from guidance import models
+
+SOURCE_FIELDS = ("Source", {"fields": ["source_document", "source_section", "note"]})
+
+
+class GpuTypeInline(admin.TabularInline):
+    model = models.GpuType
+    extra = 0
+    fields = ["name", "model", "memory_gb", "relative_speed", "expects_full_utilization"]
+    show_change_link = True
+
+
+class PartitionInline(admin.TabularInline):
+    model = models.Partition
+    extra = 0
+    fields = [
+        "name", "slurm_partition", "gpu_type", "gpus_per_node", "cpus_per_node",
+        "memory_per_node_mb", "max_hours", "default_hours", "purpose",
+    ]  # fmt: skip
+    show_change_link = True
+
+
+class StorageTierInline(admin.TabularInline):
+    model = models.StorageTier
+    extra = 0
+    fields = ["name", "kind", "path", "quota_bytes", "quota_files", "persistent", "per_job"]
+    show_change_link = True
+
+
+class PolicyInline(admin.StackedInline):
+    model = models.Policy
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(models.Cluster)
+class ClusterAdmin(SimpleHistoryAdmin):
+    list_display = ["name", "slug", "scheduler", "login_host"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "scheduler", "description"]}),
+        ("Login", {"fields": ["login_host", "login_port"]}),
+        SOURCE_FIELDS,
+    ]
+    inlines = [PolicyInline, GpuTypeInline, PartitionInline, StorageTierInline]
+
+
+@admin.register(models.GpuType)
+class GpuTypeAdmin(SimpleHistoryAdmin):
+    list_display = ["name", "cluster", "model", "memory_gb", "expects_full_utilization"]
+    list_filter = ["cluster"]
+
+
+@admin.register(models.Partition)
+class PartitionAdmin(SimpleHistoryAdmin):
+    list_display = ["name", "cluster", "gpu_type", "gpus_per_node", "max_hours", "purpose"]
+    list_filter = ["cluster", "purpose"]
+
+
+@admin.register(models.StorageTier)
+class StorageTierAdmin(SimpleHistoryAdmin):
+    list_display = ["name", "cluster", "kind", "path", "quota_bytes", "quota_files"]
+    list_filter = ["cluster", "kind"]
+
+
+@admin.register(models.Policy)
+class PolicyAdmin(SimpleHistoryAdmin):
+    list_display = ["cluster", "in_memory_limit_gb", "node_local_limit_gb", "cpus_per_gpu"]
+
+
+@admin.register(models.Article)
+class ArticleAdmin(SimpleHistoryAdmin):
+    list_display = ["title", "published", "order", "updated"]
+    list_filter = ["published", "clusters"]
+    prepopulated_fields = {"slug": ["title"]}
+    filter_horizontal = ["clusters"]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class GuidanceConfig(AppConfig):
+    name = "guidance"
+    verbose_name = "Cluster guidance"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,31 @@
+"""The recommendation engine: pure Python, no Django. `recommend(spec, cluster)` is the way in."""
+
+from guidance.engine.recommend import recommend
+from guidance.engine.types import (
+    Cluster,
+    GpuType,
+    JobSpec,
+    Partition,
+    Placement,
+    Policy,
+    Recommendation,
+    Scheduler,
+    StorageTier,
+    TierKind,
+    Workload,
+)
+
+__all__ = [
+    "Cluster",
+    "GpuType",
+    "JobSpec",
+    "Partition",
+    "Placement",
+    "Policy",
+    "Recommendation",
+    "Scheduler",
+    "StorageTier",
+    "TierKind",
+    "Workload",
+    "recommend",
+]

@@ -1,0 +1,88 @@
+"""Warnings and tips that do not change the plan but make the job cheaper or faster."""
+
+from guidance.engine import sources
+from guidance.engine.types import Cluster, JobSpec, Resources, Scheduler, Workload
+
+
+def advise(spec: JobSpec, cluster: Cluster, resources: Resources | None, notes) -> None:
+    _gpu_count(spec, notes)
+    if cluster.scheduler != Scheduler.SLURM:
+        notes.warn(
+            "guidance_only",
+            f"{cluster.name} runs {cluster.scheduler.label}, not Slurm: the portal gives "
+            "its advice but cannot write or submit a job script for it.",
+        )
+    if spec.workload in (Workload.DEBUGGING, Workload.INTERACTIVE):
+        notes.tip(
+            "try_interactively",
+            "Try the program in an interactive job (salloc) first: problems show up in minutes, "
+            "not after the queue.",
+            sources.INTERACTIVE_FIRST,
+        )
+    if spec.similar_runs > 1:
+        notes.tip(
+            "similar_runs_array",
+            f"{spec.similar_runs} similar runs: submit them as one job array "
+            f"(--array=1-{spec.similar_runs}) rather than one by one, or group short ones into "
+            "one job with META, GLOST or GNU Parallel.",
+            sources.SIMILAR_JOBS,
+            "similar_runs",
+        )
+    if spec.workload in (Workload.TRAINING, Workload.INFERENCE):
+        _utilization(spec, cluster, resources, notes)
+
+
+def _gpu_count(spec: JobSpec, notes) -> None:
+    if spec.gpu_count > 1 and not spec.multi_gpu:
+        notes.warn(
+            "one_gpu_unless_multi",
+            f"You asked for {spec.gpu_count} GPUs, but the program does not use several: it gets "
+            "one. By default PyTorch and TensorFlow use a single GPU; the others would sit idle.",
+            sources.SBATCH_ELEMENTS,
+            "gpu_count",
+        )
+    if spec.nodes > 1 and not spec.multi_gpu:
+        notes.warn(
+            "nodes_without_multi_gpu",
+            f"{spec.nodes} nodes only help a program that runs on several GPUs across nodes "
+            "(e.g. DistributedDataParallel).",
+            sources.SBATCH_ELEMENTS,
+            "nodes",
+        )
+    if spec.multi_gpu:
+        notes.tip(
+            "use_ddp",
+            "Use torch.nn.parallel.DistributedDataParallel (started with torchrun or srun), not "
+            "torch.nn.DataParallel: it scales much better.",
+            sources.CAREFUL_TWEAKS,
+        )
+
+
+def _utilization(spec: JobSpec, cluster: Cluster, resources: Resources | None, notes) -> None:
+    target = cluster.policy.utilization_target_percent
+    workers = resources.cpus_per_task.value if resources else "the CPUs you ask for"
+    notes.tip(
+        "utilization_target",
+        f"Aim for more than {target}% GPU compute utilization (not memory): the busier the GPU, "
+        "the sooner the job is done and the fewer GPUs everybody needs.",
+        cluster.policy.source or sources.UTILIZATION_TARGET,
+    )
+    notes.tip(
+        "dataloader",
+        f"DataLoader: num_workers={workers} (the CPUs you ask for), pin_memory=True, "
+        "persistent_workers=True, prefetch_factor=4, and the largest batch_size that fits.",
+        sources.DATALOADER,
+    )
+    notes.tip(
+        "no_brainer_tweaks",
+        "torch.backends.cudnn.benchmark = True, TF32 matmuls, zero_grad(set_to_none=True), "
+        "tensors created on the GPU, and torch.no_grad() for validation and inference.",
+        sources.NO_BRAINER_TWEAKS,
+    )
+    if spec.workload == Workload.TRAINING:
+        notes.tip(
+            "mixed_precision",
+            "Try automatic mixed precision (torch.autocast): often twice the speed at half the "
+            "memory, once the model is stable.",
+            sources.CAREFUL_TWEAKS,
+        )

@@ -1,0 +1,117 @@
+"""How much to ask Slurm for, and how long work is split into a chain of checkpointed jobs."""
+
+import math
+
+from guidance.engine import sources
+from guidance.engine.notes import Notes, describe_hours
+from guidance.engine.placement import gpus_per_node
+from guidance.engine.storage import gb_to_mb
+from guidance.engine.types import (
+    Amount,
+    ChainPlan,
+    Cluster,
+    JobSpec,
+    Partition,
+    Placement,
+    Resources,
+    StoragePlan,
+)
+
+
+def plan_chain(
+    spec: JobSpec, cluster: Cluster, partition: Partition, notes: Notes
+) -> ChainPlan | None:
+    chunk = cluster.policy.checkpoint_chunk_hours
+    if spec.hours <= chunk:
+        return None
+    if not spec.checkpointing:
+        notes.warn(
+            "long_without_checkpoints",
+            f"{describe_hours(spec.hours)} is longer than {describe_hours(chunk)}: an outage "
+            "would lose all of it. Make the program save and resume from checkpoints, and the "
+            f"portal will run it as a chain of {describe_hours(chunk)} jobs, which also start "
+            "sooner.",
+            sources.LONG_RUNNING,
+            "checkpointing",
+        )
+        return None
+    per_job = min(chunk, partition.max_hours)
+    # round() keeps 72 h / 24 h at 3 jobs despite floating point.
+    jobs = math.ceil(round(spec.hours / per_job, 6))
+    return ChainPlan(
+        jobs,
+        per_job,
+        f"{describe_hours(spec.hours)} with checkpoints: a chain of {jobs} jobs of "
+        f"{describe_hours(per_job)}, one after another (--array=1-{jobs}%1), each resuming "
+        "from the newest checkpoint. Short jobs start sooner and an outage loses one part only.",
+        sources.CHECKPOINT_CHAIN,
+    )
+
+
+def size_resources(
+    spec: JobSpec,
+    cluster: Cluster,
+    partition: Partition,
+    storage: StoragePlan,
+    chain: ChainPlan | None,
+) -> Resources:
+    policy = cluster.policy
+    gpus = gpus_per_node(spec)
+    cpus = min(policy.cpus_per_gpu * gpus, partition.cpus_per_node)
+    memory = min(
+        base_memory_mb(cluster, gpus) + _data_memory_mb(spec, storage), partition.memory_per_node_mb
+    )
+    hours = chain.hours_per_job if chain else spec.hours
+    data_note = (
+        f", plus {spec.dataset_gb:g} GB for the data held in memory"
+        if storage.placement == Placement.MEMORY
+        else ""
+    )
+    return Resources(
+        nodes=Amount(
+            spec.nodes,
+            "One node." if spec.nodes == 1 else f"{spec.nodes} nodes, as the program spans nodes.",
+        ),
+        gpus_per_node=Amount(gpus, _why_gpus(spec, gpus), sources.SBATCH_ELEMENTS),
+        tasks_per_node=Amount(
+            1,
+            "One task per node: the program (or a launcher such as torchrun) starts its own "
+            "workers for the node's GPUs.",
+        ),
+        cpus_per_task=Amount(
+            cpus,
+            f"{policy.cpus_per_gpu} CPUs per GPU, {cluster.name}'s ratio: enough DataLoader "
+            "workers to keep each GPU fed.",
+            policy.source or sources.SBATCH_ELEMENTS,
+        ),
+        memory_mb=Amount(
+            memory,
+            f"{policy.memory_per_gpu_mb}M per GPU on {cluster.name}{data_note}.",
+            policy.source or sources.SBATCH_ELEMENTS,
+        ),
+        minutes=Amount(
+            math.ceil(round(hours * 60, 6)),
+            f"{describe_hours(hours)} per job"
+            + (f", {chain.jobs} jobs in the chain." if chain else "."),
+            chain.source if chain else sources.SBATCH_ELEMENTS,
+        ),
+    )
+
+
+def base_memory_mb(cluster: Cluster, gpus: int) -> int:
+    return cluster.policy.memory_per_gpu_mb * gpus
+
+
+def _data_memory_mb(spec: JobSpec, storage: StoragePlan) -> int:
+    # Data held in memory, including a /tmp RAM disk, counts against the job's memory limit (004).
+    return gb_to_mb(spec.dataset_gb) if storage.placement == Placement.MEMORY else 0
+
+
+def _why_gpus(spec: JobSpec, gpus: int) -> str:
+    if not spec.multi_gpu:
+        return (
+            "One GPU: PyTorch and TensorFlow use a single GPU unless the program is written "
+            "for several."
+        )
+    total = gpus * spec.nodes
+    return f"{total} GPUs for a program that uses several ({gpus} per node)."

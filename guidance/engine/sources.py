@@ -1,0 +1,60 @@
+"""Where each rule of the engine comes from: a document of shared/guidance-docs and its section."""
+
+from dataclasses import dataclass
+
+DOC_PROCESSING = "000_6e5e8c8484f3c234.txt"
+DOC_AI_ML = "001_5f2bc19f2ff4af17.txt"
+DOC_ML_TUTORIAL = "002_7837a9bf9505db0f.txt"
+DOC_DGX = "003_c24777732a429f30.txt"
+DOC_FEDERATION_NOTES = "004_95f926fd92fa5250.txt"
+
+
+@dataclass(frozen=True)
+class Source:
+    document: str
+    section: str
+
+    def __str__(self) -> str:
+        return f"{self.document}, {self.section}"
+
+
+# Federation wiki, "AI and Machine Learning" (001).
+DATASET_SIZE_TIERS = Source(
+    DOC_AI_ML, "Managing your datasets / Choosing the right storage type for your dataset"
+)
+SMALL_FILES = Source(
+    DOC_AI_ML,
+    "Managing your datasets / Datasets containing lots of small files (e.g. image datasets)",
+)
+LONG_RUNNING = Source(DOC_AI_ML, "Long running computations")
+SIMILAR_JOBS = Source(DOC_AI_ML, "Running many similar jobs")
+
+# Federation "Machine learning tutorial" (002).
+ARCHIVE_DATASET = Source(DOC_ML_TUTORIAL, "Step 2: Archiving a data set")
+INTERACTIVE_FIRST = Source(DOC_ML_TUTORIAL, "Step 4: Interactive job (salloc)")
+SBATCH_ELEMENTS = Source(
+    DOC_ML_TUTORIAL, "Step 5: Scripted job (sbatch) / Important elements of a sbatch script"
+)
+CHECKPOINT_CHAIN = Source(
+    DOC_ML_TUTORIAL, "Step 5: Scripted job (sbatch) / Checkpointing a long-running job"
+)
+
+# The processing cluster's best practices (000).
+PROCESSING_SCRATCH = Source(DOC_PROCESSING, "Introduction")
+PROCESSING_STAGING = Source(DOC_PROCESSING, "1. Data Preparation")
+PROCESSING_TRAINING = Source(DOC_PROCESSING, "2. Training Process")
+PROCESSING_INFERENCE = Source(DOC_PROCESSING, "3. Inference")
+PROCESSING_CLEANUP = Source(DOC_PROCESSING, "4. Best Practice")
+
+# DGX cluster guidelines (003).
+UTILIZATION_TARGET = Source(DOC_DGX, "Introduction (aim for >90% compute utilization)")
+DATALOADER = Source(DOC_DGX, "Section 2.1: Make the most of the pytorch dataloader")
+NO_BRAINER_TWEAKS = Source(DOC_DGX, "Section 2.2: No brainer code tweaks")
+CAREFUL_TWEAKS = Source(DOC_DGX, "Section 2.3: code tweaks to think about")
+
+# A user's notes on the federation's clusters (004).
+STORAGE_AREAS = Source(DOC_FEDERATION_NOTES, "Data / Folders/Filesystem")
+SINGLE_NODE_STAGING = Source(DOC_FEDERATION_NOTES, "Data Storage in HPC / single node jobs")
+MULTI_NODE_STAGING = Source(DOC_FEDERATION_NOTES, "Data Storage in HPC / Multinode jobs")
+RAM_DISK = Source(DOC_FEDERATION_NOTES, "Large collections of files handling / RAM disk")
+SINGLE_GPU_PYTORCH = Source(DOC_FEDERATION_NOTES, "pytorch with single-gpu")

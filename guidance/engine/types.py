@@ -1,0 +1,263 @@
+"""The engine's vocabulary: a cluster's published facts and a job description in, advice out.
+
+Plain frozen dataclasses with no Django in sight; `guidance.facts` builds them from the database.
+"""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from guidance.engine.sources import Source
+
+
+class Workload(StrEnum):
+    TRAINING = "training"
+    INFERENCE = "inference"
+    DEBUGGING = "debugging"
+    INTERACTIVE = "interactive"
+
+
+class TierKind(StrEnum):
+    """Kinds of storage a cluster publishes."""
+
+    MEMORY = "memory"
+    NODE_LOCAL = "node_local"
+    HOME = "home"
+    SCRATCH = "scratch"
+    PROJECT = "project"
+    NEARLINE = "nearline"
+
+    @property
+    def label(self) -> str:
+        return "Memory" if self is TierKind.MEMORY else self.value.replace("_", "-").capitalize()
+
+
+class Placement(StrEnum):
+    """Where the data should be read from while the job runs (the API's `storage.kind`)."""
+
+    MEMORY = "memory"
+    NODE_LOCAL = "node_local"
+    SHARED = "shared"
+
+
+class Scheduler(StrEnum):
+    SLURM = "slurm"
+    RUNAI = "runai"
+
+    @property
+    def label(self) -> str:
+        return {"slurm": "Slurm", "runai": "Run:ai"}[self.value]
+
+
+# --- The cluster, as its admins published it ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuType:
+    name: str
+    memory_gb: float
+    relative_speed: float = 1.0
+    # The cluster asks for near-full utilization on these cards (000: A6000 and A100).
+    expects_full_utilization: bool = False
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    gpu_type: str
+    gpus_per_node: int
+    cpus_per_node: int
+    memory_per_node_mb: int
+    max_hours: float
+    default_hours: float = 1.0
+    # Workloads this node type is set aside for; empty means any workload.
+    purposes: frozenset[Workload] = frozenset()
+    # The Slurm partition to ask for; empty when Slurm routes by `--gres` type alone.
+    slurm_partition: str = ""
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class StorageTier:
+    name: str
+    kind: TierKind
+    path: str
+    quota_bytes: int | None = None
+    quota_files: int | None = None
+    purge_policy: str = ""
+    persistent: bool = True
+    # Created for each job and removed by the scheduler when it ends (e.g. $SLURM_TMPDIR).
+    per_job: bool = False
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    in_memory_limit_gb: float = 10
+    node_local_limit_gb: float = 100
+    checkpoint_chunk_hours: float = 24
+    cpus_per_gpu: int = 6
+    memory_per_gpu_mb: int = 32000
+    utilization_target_percent: int = 90
+    many_files_threshold: int = 100_000
+    small_file_kb: int = 300
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    slug: str
+    name: str
+    scheduler: Scheduler = Scheduler.SLURM
+    gpu_types: tuple[GpuType, ...] = ()
+    partitions: tuple[Partition, ...] = ()
+    storage_tiers: tuple[StorageTier, ...] = ()
+    policy: Policy = field(default_factory=Policy)
+
+    def gpu_type(self, name: str) -> GpuType | None:
+        wanted = name.casefold()
+        return next((g for g in self.gpu_types if g.name.casefold() == wanted), None)
+
+    def tier(self, *kinds: TierKind) -> StorageTier | None:
+        """The first published tier of the given kinds, in the order the kinds are given."""
+        for kind in kinds:
+            for tier in self.storage_tiers:
+                if tier.kind == kind:
+                    return tier
+        return None
+
+    @property
+    def max_hours(self) -> float:
+        return max((p.max_hours for p in self.partitions), default=0)
+
+
+# --- What the user tells us about the job ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    workload: Workload
+    dataset_gb: float
+    hours: float
+    file_count: int = 0  # 0: not known
+    data_location: TierKind | None = None
+    gpu_type: str | None = None  # None: recommend one
+    gpu_count: int = 1
+    gpu_mem_gb: float | None = None
+    checkpointing: bool = False
+    multi_gpu: bool = False
+    nodes: int = 1
+    expects_full_utilization: bool = False
+    similar_runs: int = 1
+
+
+# --- What the engine says back -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Note:
+    """A warning, an error or a tip, with a stable code for machines and words for people."""
+
+    code: str
+    message: str
+    source: Source | None = None
+    field: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing the job script does, why, and on whose advice."""
+
+    action: str
+    command: str
+    reason: str
+    source: Source
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    placement: Placement
+    tier: StorageTier | None
+    archive: bool
+    reason: str
+    source: Source
+    staging: tuple[Step, ...] = ()
+    copy_back: Step | None = None
+    cleanup: Step | None = None
+    # Where the job's results and checkpoints should end up, to outlive the job.
+    results_tier: StorageTier | None = None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    partition: Partition
+    why: str
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class PartitionChoice:
+    partition: Partition
+    gpu_type: GpuType
+    reason: str
+    source: Source | None
+    alternatives: tuple[Rejected, ...] = ()
+
+
+@dataclass(frozen=True)
+class Amount:
+    value: int
+    reason: str
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    nodes: Amount
+    gpus_per_node: Amount
+    tasks_per_node: Amount
+    cpus_per_task: Amount
+    memory_mb: Amount
+    minutes: Amount  # per job; a chain repeats it
+
+    @property
+    def time(self) -> str:
+        """Slurm's D-HH:MM:SS."""
+        days, rest = divmod(self.minutes.value, 24 * 60)
+        hours, minutes = divmod(rest, 60)
+        return f"{days}-{hours:02d}:{minutes:02d}:00"
+
+    @property
+    def mem(self) -> str:
+        return f"{self.memory_mb.value}M"
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    jobs: int
+    hours_per_job: float
+    reason: str
+    source: Source
+
+    @property
+    def array(self) -> str:
+        return f"1-{self.jobs}%1"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    cluster: Cluster
+    spec: JobSpec
+    errors: tuple[Note, ...] = ()
+    warnings: tuple[Note, ...] = ()
+    tips: tuple[Note, ...] = ()
+    storage: StoragePlan | None = None
+    choice: PartitionChoice | None = None
+    resources: Resources | None = None
+    chain: ChainPlan | None = None
+    # The cluster takes no Slurm scripts (e.g. Run:ai): the advice stands, no script is made.
+    guidance_only: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors

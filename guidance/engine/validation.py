@@ -1,0 +1,95 @@
+"""Input checks that stop the engine before it advises on a job that cannot exist."""
+
+from guidance.engine import sources
+from guidance.engine.notes import Notes, describe_gb, describe_hours
+from guidance.engine.types import Cluster, JobSpec, TierKind
+
+# Data has to live somewhere that outlives a job before a job can read it.
+PERSISTENT_KINDS = (TierKind.HOME, TierKind.SCRATCH, TierKind.PROJECT, TierKind.NEARLINE)
+
+
+def validate(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
+    _check_numbers(spec, notes)
+    if spec.data_location is not None and spec.data_location not in PERSISTENT_KINDS:
+        notes.error(
+            "data_location_not_persistent",
+            "Data has to live on storage that outlives a job (home, scratch, project or nearline) "
+            "before a job can stage it.",
+            sources.STORAGE_AREAS,
+            "data_location",
+        )
+    if not cluster.partitions:
+        notes.error(
+            "no_partitions",
+            f"{cluster.name} has no GPU node types published yet: ask its admins to add them.",
+        )
+        return
+    _check_gpu(spec, cluster, notes)
+    _check_duration(spec, cluster, notes)
+
+
+def _check_numbers(spec: JobSpec, notes: Notes) -> None:
+    if spec.dataset_gb < 0:
+        notes.error("negative", "The dataset size cannot be negative.", field="dataset_gb")
+    if spec.hours <= 0:
+        notes.error("not_positive", "The duration must be more than zero hours.", field="hours")
+    if spec.file_count < 0:
+        notes.error("negative", "The number of files cannot be negative.", field="file_count")
+    if spec.gpu_count < 1:
+        notes.error("not_positive", "Ask for at least one GPU.", field="gpu_count")
+    if spec.nodes < 1:
+        notes.error("not_positive", "Ask for at least one node.", field="nodes")
+    if spec.gpu_mem_gb is not None and spec.gpu_mem_gb <= 0:
+        notes.error(
+            "not_positive",
+            "The GPU memory needed must be more than zero GB (leave it empty if unknown).",
+            field="gpu_mem_gb",
+        )
+    if spec.similar_runs < 1:
+        notes.error(
+            "not_positive", "The number of similar runs is at least one.", field="similar_runs"
+        )
+
+
+def _check_gpu(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
+    offered = ", ".join(g.name for g in cluster.gpu_types)
+    if spec.gpu_type:
+        gpu = cluster.gpu_type(spec.gpu_type)
+        if gpu is None:
+            notes.error(
+                "unknown_gpu_type",
+                f"{cluster.name} has no GPU type '{spec.gpu_type}'. It offers: {offered}.",
+                field="gpu_type",
+            )
+            return
+        if spec.gpu_mem_gb and spec.gpu_mem_gb > gpu.memory_gb:
+            notes.error(
+                "gpu_type_too_small",
+                f"A {gpu.name} has {describe_gb(gpu.memory_gb)} of memory, less than the "
+                f"{describe_gb(spec.gpu_mem_gb)} the job needs.",
+                gpu.source,
+                "gpu_mem_gb",
+            )
+    largest = max(cluster.gpu_types, key=lambda g: g.memory_gb, default=None)
+    if spec.gpu_mem_gb and largest and spec.gpu_mem_gb > largest.memory_gb:
+        notes.error(
+            "gpu_memory_unavailable",
+            f"No GPU on {cluster.name} has {describe_gb(spec.gpu_mem_gb)} of memory: the largest, "
+            f"{largest.name}, has {describe_gb(largest.memory_gb)}. Lower the batch size or "
+            "model size, or shard the model over several GPUs.",
+            largest.source,
+            "gpu_mem_gb",
+        )
+
+
+def _check_duration(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
+    if spec.hours <= cluster.max_hours or spec.checkpointing:
+        return
+    notes.error(
+        "over_max_duration",
+        f"{describe_hours(spec.hours)} is over {cluster.name}'s maximum job duration of "
+        f"{describe_hours(cluster.max_hours)}. Make the program resume from its latest "
+        "checkpoint, and the portal will split the work into a chain of shorter jobs.",
+        sources.SBATCH_ELEMENTS,
+        "hours",
+    )

@@ -1,0 +1,123 @@
+"""Load the guidance the portal starts with. Only what is missing is created: admins' edits stay."""
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from guidance import models, seed
+from guidance.engine.sources import Source
+
+REASON = "Loaded from the portal's seed guidance"
+
+
+def _source(source: Source | None) -> dict:
+    if source is None:
+        return {}
+    return {"source_document": source.document, "source_section": source.section}
+
+
+class Command(BaseCommand):
+    help = "Create the seeded clusters, GPU types, partitions, storage, policies and articles."
+
+    def handle(self, *args, **options) -> None:
+        self.created = 0
+        with transaction.atomic():
+            for entry in seed.CLUSTERS:
+                self._cluster(entry)
+            for article in seed.ARTICLES:
+                self._article(article)
+        self.stdout.write(f"Guidance data: {self.created} objects created, the rest kept as is.")
+
+    def _create(self, model, lookup: dict, fields: dict):
+        obj = model.objects.filter(**lookup).first()
+        if obj is None:
+            obj = model(**lookup, **fields)
+            obj._change_reason = REASON
+            obj.full_clean()
+            obj.save()
+            self.created += 1
+        return obj
+
+    def _cluster(self, entry: seed.SeedCluster) -> None:
+        facts = entry.facts
+        cluster = self._create(
+            models.Cluster,
+            {"slug": facts.slug},
+            {
+                "name": facts.name,
+                "scheduler": facts.scheduler.value,
+                "description": entry.description,
+                "note": entry.note,
+                "login_host": entry.login_host,
+            },
+        )
+        self._create(
+            models.Policy,
+            {"cluster": cluster},
+            {
+                "in_memory_limit_gb": facts.policy.in_memory_limit_gb,
+                "node_local_limit_gb": facts.policy.node_local_limit_gb,
+                "checkpoint_chunk_hours": facts.policy.checkpoint_chunk_hours,
+                "cpus_per_gpu": facts.policy.cpus_per_gpu,
+                "memory_per_gpu_mb": facts.policy.memory_per_gpu_mb,
+                "utilization_target_percent": facts.policy.utilization_target_percent,
+                "many_files_threshold": facts.policy.many_files_threshold,
+                "small_file_kb": facts.policy.small_file_kb,
+                **_source(facts.policy.source),
+            },
+        )
+        gpu_types = {}
+        for gpu in facts.gpu_types:
+            gpu_types[gpu.name] = self._create(
+                models.GpuType,
+                {"cluster": cluster, "name": gpu.name},
+                {
+                    "model": entry.models.get(gpu.name, ""),
+                    "memory_gb": gpu.memory_gb,
+                    "relative_speed": gpu.relative_speed,
+                    "expects_full_utilization": gpu.expects_full_utilization,
+                    "note": entry.notes.get(gpu.name, ""),
+                    **_source(gpu.source),
+                },
+            )
+        for part in facts.partitions:
+            self._create(
+                models.Partition,
+                {"cluster": cluster, "name": part.name},
+                {
+                    "gpu_type": gpu_types[part.gpu_type],
+                    "slurm_partition": part.slurm_partition,
+                    "gpus_per_node": part.gpus_per_node,
+                    "cpus_per_node": part.cpus_per_node,
+                    "memory_per_node_mb": part.memory_per_node_mb,
+                    "max_hours": part.max_hours,
+                    "default_hours": part.default_hours,
+                    "purpose": next(iter(part.purposes), ""),
+                    "note": entry.notes.get(part.name, ""),
+                    **_source(part.source),
+                },
+            )
+        for tier in facts.storage_tiers:
+            self._create(
+                models.StorageTier,
+                {"cluster": cluster, "name": tier.name},
+                {
+                    "kind": tier.kind.value,
+                    "path": tier.path,
+                    "quota_bytes": tier.quota_bytes,
+                    "quota_files": tier.quota_files,
+                    "purge_policy": tier.purge_policy,
+                    "persistent": tier.persistent,
+                    "per_job": tier.per_job,
+                    **_source(tier.source),
+                },
+            )
+
+    def _article(self, entry: seed.SeedArticle) -> None:
+        exists = models.Article.objects.filter(slug=entry.slug).exists()
+        article = self._create(
+            models.Article,
+            {"slug": entry.slug},
+            {"title": entry.title, "body": entry.body, **_source(entry.source)},
+        )
+        if not exists and entry.clusters:
+            article.clusters.set(models.Cluster.objects.filter(slug__in=entry.clusters))

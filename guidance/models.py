@@ -1,0 +1,222 @@
+"""The clusters' published guidance, as admins edit it. Every change is kept in its history."""
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.urls import reverse
+from simple_history.models import HistoricalRecords
+
+from guidance.engine import Scheduler, TierKind, Workload
+
+POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
+NOT_NEGATIVE = [MinValueValidator(0, "Cannot be negative.")]
+AT_LEAST_ONE = [MinValueValidator(1, "Must be at least 1.")]
+
+
+class Sourced(models.Model):
+    """Where a piece of guidance came from, for users (the citation) and admins (the note)."""
+
+    source_document = models.CharField(
+        max_length=200, blank=True, help_text="Document file name or URL the guidance comes from."
+    )
+    source_section = models.CharField(max_length=200, blank=True)
+    note = models.TextField(
+        blank=True, help_text="For admins: where numbers came from, what is still to check."
+    )
+
+    class Meta:
+        abstract = True
+
+    @property
+    def source(self) -> str:
+        return ", ".join(filter(None, [self.source_document, self.source_section]))
+
+
+class Cluster(Sourced):
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=100)
+    scheduler = models.CharField(
+        max_length=20, choices=[(s.value, s.label) for s in Scheduler], default=Scheduler.SLURM
+    )
+    login_host = models.CharField(max_length=255, blank=True)
+    login_port = models.PositiveIntegerField(
+        default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    description = models.TextField(blank=True, help_text="Markdown.")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("guidance:cluster", args=[self.slug])
+
+    @property
+    def takes_scripts(self) -> bool:
+        return self.scheduler == Scheduler.SLURM
+
+
+class GpuType(Sourced):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="gpu_types")
+    name = models.CharField(
+        max_length=50, help_text="As Slurm knows it, e.g. the type in --gres=gpu:a100:1."
+    )
+    model = models.CharField(max_length=100, blank=True, help_text="The card, e.g. NVIDIA A100.")
+    memory_gb = models.FloatField("memory (GB)", validators=POSITIVE)
+    relative_speed = models.FloatField(
+        default=1.0, validators=POSITIVE, help_text="For ranking: the fastest card is about 1.0."
+    )
+    expects_full_utilization = models.BooleanField(
+        default=False,
+        help_text="The cluster asks users to keep this GPU near 100% busy, or use another.",
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["cluster", "-memory_gb", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="unique_gpu_type_per_cluster")
+        ]
+        verbose_name = "GPU type"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.memory_gb:g} GB)"
+
+
+class Partition(Sourced):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="partitions")
+    name = models.CharField(max_length=50, help_text="The node type, as users know it.")
+    slurm_partition = models.CharField(
+        max_length=50, blank=True, help_text="Leave empty where Slurm routes jobs by GPU type."
+    )
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="partitions")
+    gpus_per_node = models.PositiveSmallIntegerField("GPUs per node", validators=AT_LEAST_ONE)
+    cpus_per_node = models.PositiveSmallIntegerField("CPUs per node", validators=AT_LEAST_ONE)
+    memory_per_node_mb = models.PositiveIntegerField(
+        "memory per node (MB)", validators=AT_LEAST_ONE
+    )
+    node_count = models.PositiveIntegerField(null=True, blank=True)
+    max_hours = models.FloatField("maximum walltime (hours)", validators=POSITIVE)
+    default_hours = models.FloatField("default walltime (hours)", default=1, validators=POSITIVE)
+    purpose = models.CharField(
+        max_length=20,
+        blank=True,
+        choices=[(w.value, w.value.capitalize()) for w in Workload],
+        help_text="Set the node type aside for one kind of work; empty for any.",
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="unique_partition_per_cluster")
+        ]
+        verbose_name = "partition / node type"
+
+    def __str__(self) -> str:
+        return f"{self.cluster.slug}/{self.name}"
+
+    def clean(self) -> None:
+        errors = {}
+        if self.gpu_type_id and self.cluster_id and self.gpu_type.cluster_id != self.cluster_id:
+            errors["gpu_type"] = "Choose a GPU type of this partition's cluster."
+        if self.max_hours and self.default_hours and self.default_hours > self.max_hours:
+            errors["default_hours"] = "The default walltime cannot exceed the maximum."
+        if errors:
+            raise ValidationError(errors)
+
+
+class StorageTier(Sourced):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="storage_tiers")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=[(k.value, k.label) for k in TierKind])
+    path = models.CharField(
+        max_length=255, blank=True, help_text="A path or variable, e.g. $SLURM_TMPDIR."
+    )
+    quota_bytes = models.BigIntegerField(null=True, blank=True, validators=NOT_NEGATIVE)
+    quota_files = models.BigIntegerField(null=True, blank=True, validators=NOT_NEGATIVE)
+    purge_policy = models.TextField(blank=True)
+    persistent = models.BooleanField(default=True, help_text="Outlives the job.")
+    per_job = models.BooleanField(
+        default=False, help_text="Created for each job and removed by the scheduler afterwards."
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["cluster", "kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="unique_tier_per_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.path})" if self.path else self.name
+
+
+class Policy(Sourced):
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="policy")
+    in_memory_limit_gb = models.FloatField(
+        "in-memory limit (GB)", default=10, validators=NOT_NEGATIVE
+    )
+    node_local_limit_gb = models.FloatField(
+        "node-local limit (GB)", default=100, validators=NOT_NEGATIVE
+    )
+    checkpoint_chunk_hours = models.FloatField(
+        "checkpoint chunk (hours)", default=24, validators=POSITIVE
+    )
+    cpus_per_gpu = models.PositiveSmallIntegerField(
+        "CPUs per GPU", default=6, validators=AT_LEAST_ONE
+    )
+    memory_per_gpu_mb = models.PositiveIntegerField(
+        "memory per GPU (MB)", default=32000, validators=AT_LEAST_ONE
+    )
+    utilization_target_percent = models.PositiveSmallIntegerField(
+        "GPU utilization target (%)",
+        default=90,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+    )
+    many_files_threshold = models.PositiveIntegerField(
+        default=100_000,
+        validators=AT_LEAST_ONE,
+        help_text="From this many files on, archive the dataset before moving it.",
+    )
+    small_file_kb = models.PositiveIntegerField(
+        "small file (kB)", default=300, help_text="Files under this size count as small."
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        verbose_name_plural = "policies"
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name} policy"
+
+    def clean(self) -> None:
+        if self.in_memory_limit_gb > self.node_local_limit_gb:
+            raise ValidationError(
+                {"in_memory_limit_gb": "The in-memory limit cannot exceed the node-local limit."}
+            )
+
+
+class Article(Sourced):
+    slug = models.SlugField(unique=True)
+    title = models.CharField(max_length=200)
+    body = models.TextField(help_text="Markdown; unsafe HTML is removed when shown.")
+    clusters = models.ManyToManyField(
+        Cluster,
+        blank=True,
+        related_name="articles",
+        help_text="Empty: it applies to every cluster.",
+    )
+    published = models.BooleanField(default=True)
+    order = models.PositiveSmallIntegerField(default=100)
+    updated = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords(m2m_fields=[clusters])
+
+    class Meta:
+        ordering = ["order", "title"]
+
+    def __str__(self) -> str:
+        return self.title

@@ -1,0 +1,397 @@
+"""The guidance the portal starts with, taken from shared/guidance-docs.
+
+Pure data, loaded into the database by `manage.py seed_guidance` (only what is missing, so admins'
+edits survive) and used as-is by the engine's tests. Numbers that the documents do not give come
+from the clusters' public documentation, and each such object's note says so.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guidance.engine import sources
+from guidance.engine.sources import Source
+from guidance.engine.types import (
+    Cluster,
+    GpuType,
+    Partition,
+    Policy,
+    Scheduler,
+    StorageTier,
+    TierKind,
+    Workload,
+)
+
+ARTICLES_DIR = Path(__file__).parent / "seed_articles"
+GB = 1000**3
+TB = 1000**4
+HOURS_PER_DAY = 24
+
+PUBLIC_DOCS = (
+    "From the cluster's public documentation (the guidance documents do not give this number)."
+)
+SPEC_SHEET = (
+    "GPU memory and speed from the card's public specification; the guidance document names only "
+    "the model. Relative speed is an estimate for ranking (A100 = 1.0)."
+)
+
+
+@dataclass(frozen=True)
+class SeedArticle:
+    slug: str
+    title: str
+    source: Source
+    clusters: tuple[str, ...]  # empty: every cluster
+
+    @property
+    def body(self) -> str:
+        return (ARTICLES_DIR / f"{self.slug}.md").read_text()
+
+
+@dataclass(frozen=True)
+class SeedCluster:
+    facts: Cluster
+    description: str
+    note: str = ""
+    login_host: str = ""
+    # Admin notes for single objects, keyed by GPU type, partition or storage tier name.
+    notes: dict[str, str] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)  # GPU type name -> card model
+
+
+# --- The processing cluster (000) ---------------------------------------------------------
+
+_PROCESSING_GPUS = (
+    GpuType("a100", 80, 1.0, True, sources.PROCESSING_TRAINING),
+    GpuType("a6000", 48, 0.75, True, sources.PROCESSING_TRAINING),
+    GpuType("rtx", 24, 0.6, False, sources.PROCESSING_TRAINING),
+    GpuType("roentgen", 48, 0.45, False, sources.PROCESSING_TRAINING),
+    GpuType("2080ti", 11, 0.35, False, sources.PROCESSING_INFERENCE),
+)
+
+
+def _processing_node(name: str, gpus: int, cpus: int, memory_mb: int, **kw) -> Partition:
+    return Partition(
+        name,
+        gpu_type=name,
+        gpus_per_node=gpus,
+        cpus_per_node=cpus,
+        memory_per_node_mb=memory_mb,
+        max_hours=7 * HOURS_PER_DAY,
+        default_hours=1,
+        **kw,
+    )
+
+
+PROCESSING = SeedCluster(
+    Cluster(
+        "processing",
+        "Processing GPU cluster",
+        Scheduler.SLURM,
+        gpu_types=_PROCESSING_GPUS,
+        partitions=(
+            _processing_node("a100", 4, 64, 512_000, source=sources.PROCESSING_TRAINING),
+            _processing_node("a6000", 8, 64, 512_000, source=sources.PROCESSING_TRAINING),
+            _processing_node("rtx", 8, 48, 256_000, source=sources.PROCESSING_TRAINING),
+            _processing_node(
+                "roentgen",
+                8,
+                48,
+                256_000,
+                purposes=frozenset({Workload.DEBUGGING}),
+                source=sources.PROCESSING_TRAINING,
+            ),
+            _processing_node(
+                "2080ti",
+                8,
+                32,
+                192_000,
+                purposes=frozenset({Workload.INFERENCE}),
+                source=sources.PROCESSING_INFERENCE,
+            ),
+        ),
+        storage_tiers=(
+            StorageTier(
+                "Local SSD scratch (/processing/$USER)",
+                TierKind.NODE_LOCAL,
+                "$SCRATCH",
+                purge_policy="Wiped periodically, oldest files first, when the disk gets full. "
+                "Visible on the login hosts under /mnt/processing/<hostname>.",
+                persistent=False,
+                per_job=False,
+                source=sources.PROCESSING_STAGING,
+            ),
+            StorageTier(
+                "Project data folders",
+                TierKind.PROJECT,
+                "/project",
+                purge_policy="Persistent: keep training artifacts here.",
+                persistent=True,
+                source=sources.PROCESSING_CLEANUP,
+            ),
+        ),
+        policy=Policy(cpus_per_gpu=6, memory_per_gpu_mb=32000, source=sources.PROCESSING_TRAINING),
+    ),
+    description=(
+        "A GPU cluster whose nodes each have fast SSD scratch in RAID-6 under `/processing/`. "
+        "Copy training data to `$SCRATCH` on the node and train from there, not from the "
+        "network; inference may read from network storage. Use A6000 and A100 only at near-100% "
+        "GPU utilization, RTX otherwise; debug 48 GB models on roentgen; run inference under "
+        "11 GB on 2080ti."
+    ),
+    note=(
+        "Node counts, CPUs, memory per node, the 7-day limit, CPUs and memory per GPU are not in "
+        "the document (000): placeholders until the cluster's admins publish theirs. Slurm "
+        "partition names are unknown: jobs ask for the GPU type with --gres."
+    ),
+    notes={
+        "a100": SPEC_SHEET,
+        "a6000": SPEC_SHEET,
+        "rtx": SPEC_SHEET + " RTX 3090 assumed.",
+        "roentgen": SPEC_SHEET + " The document says: slower 48 GB GPUs than the A6000.",
+        "2080ti": SPEC_SHEET,
+    },
+    models={
+        "a100": "NVIDIA A100 80GB",
+        "a6000": "NVIDIA RTX A6000 48GB",
+        "rtx": "NVIDIA GeForce RTX 3090 24GB",
+        "roentgen": "48 GB (slower than A6000)",
+        "2080ti": "NVIDIA GeForce RTX 2080 Ti 11GB",
+    },
+)
+
+
+# --- The federation's clusters (001, 002, 004) ---------------------------------------------
+
+
+def _federation_tiers() -> tuple[StorageTier, ...]:
+    return (
+        StorageTier(
+            "Home",
+            TierKind.HOME,
+            "$HOME",
+            50 * GB,
+            500_000,
+            "Backed up; for source code, parameter files and job scripts.",
+            persistent=True,
+            source=sources.STORAGE_AREAS,
+        ),
+        StorageTier(
+            "Scratch",
+            TierKind.SCRATCH,
+            "/scratch/$USER",
+            20 * TB,
+            1_000_000,
+            "Not backed up; files unused for 60 days are purged. For large files (>100 MB), "
+            "checkpoints and job output.",
+            persistent=False,
+            source=sources.STORAGE_AREAS,
+        ),
+        StorageTier(
+            "Project",
+            TierKind.PROJECT,
+            "$HOME/projects/def-$ACCOUNT",
+            1 * TB,
+            500_000,
+            "Shared by the group, backed up; for datasets kept as large archives. Quota per group.",
+            persistent=True,
+            source=sources.STORAGE_AREAS,
+        ),
+        StorageTier(
+            "Node-local job directory",
+            TierKind.NODE_LOCAL,
+            "$SLURM_TMPDIR",
+            purge_policy="Created for each job on each node and removed when the job ends; "
+            "space depends on the node type.",
+            persistent=False,
+            per_job=True,
+            source=sources.DATASET_SIZE_TIERS,
+        ),
+        StorageTier(
+            "RAM disk",
+            TierKind.MEMORY,
+            "/tmp",
+            purge_policy="tmpfs, cleared when the job ends; counts against the job's memory.",
+            persistent=False,
+            per_job=True,
+            source=sources.RAM_DISK,
+        ),
+        StorageTier(
+            "Nearline",
+            TierKind.NEARLINE,
+            "/nearline/def-$ACCOUNT",
+            2 * TB,
+            5_000,
+            "Tape-backed: for archives that are rarely read. Quota per group.",
+            persistent=True,
+            source=sources.STORAGE_AREAS,
+        ),
+    )
+
+
+def _federation(
+    slug: str,
+    name: str,
+    cpus_per_gpu: int,
+    memory_per_gpu_mb: int,
+    gpus: tuple[GpuType, ...],
+    partitions: tuple[Partition, ...],
+    description: str,
+    note: str,
+    models: dict[str, str],
+) -> SeedCluster:
+    return SeedCluster(
+        Cluster(
+            slug,
+            name,
+            Scheduler.SLURM,
+            gpu_types=gpus,
+            partitions=partitions,
+            storage_tiers=_federation_tiers(),
+            policy=Policy(
+                cpus_per_gpu=cpus_per_gpu,
+                memory_per_gpu_mb=memory_per_gpu_mb,
+                source=sources.SBATCH_ELEMENTS,
+            ),
+        ),
+        description=description,
+        note=note,
+        login_host=f"{slug}.alliancecan.ca",
+        notes={g.name: PUBLIC_DOCS for g in gpus} | {p.name: PUBLIC_DOCS for p in partitions},
+        models=models,
+    )
+
+
+def _node(name: str, gpus: int, cpus: int, memory_mb: int, days: int) -> Partition:
+    # Slurm on the federation routes a job by its --gres type: no partition is named.
+    return Partition(name, name, gpus, cpus, memory_mb, days * HOURS_PER_DAY, 1)
+
+
+NARVAL = _federation(
+    "narval",
+    "Narval",
+    12,
+    124_500,
+    (GpuType("a100", 40, 1.0),),
+    (_node("a100", 4, 48, 498_000, 7),),
+    "A federation cluster with NVIDIA A100 GPUs. Jobs run at most 7 days.",
+    "7-day maximum from 004. GPU model, node layout, CPUs per GPU (12) and memory per GPU "
+    "(124500M, the node's share per GPU) from the cluster's public documentation.",
+    {"a100": "NVIDIA A100-SXM4 40GB"},
+)
+
+BELUGA = _federation(
+    "beluga",
+    "Béluga",
+    10,
+    47_000,
+    (GpuType("v100", 16, 0.45),),
+    (_node("v100", 4, 40, 186_000, 7),),
+    "A federation cluster with NVIDIA V100 GPUs. Jobs run at most 7 days.",
+    "7-day maximum and 47000M per GPU from 002. GPU model, node layout and CPUs per GPU (10) "
+    "from the cluster's public documentation.",
+    {"v100": "NVIDIA V100-SXM2 16GB"},
+)
+
+CEDAR = _federation(
+    "cedar",
+    "Cedar",
+    6,
+    32_000,
+    (GpuType("p100", 12, 0.3), GpuType("p100l", 16, 0.3), GpuType("v100l", 32, 0.45)),
+    (
+        _node("p100", 4, 24, 125_000, 28),
+        _node("p100l", 4, 24, 250_000, 28),
+        _node("v100l", 4, 32, 187_000, 28),
+    ),
+    "A federation cluster with NVIDIA P100 and V100 GPUs. Jobs run at most 28 days.",
+    "28-day maximum and 32000M per GPU from 002. GPU models, node layouts and CPUs per GPU (6) "
+    "from the cluster's public documentation.",
+    {"p100": "NVIDIA P100 12GB", "p100l": "NVIDIA P100 16GB", "v100l": "NVIDIA V100 32GB"},
+)
+
+GRAHAM = _federation(
+    "graham",
+    "Graham",
+    16,
+    64_000,
+    (GpuType("p100", 12, 0.3), GpuType("v100", 16, 0.45), GpuType("t4", 16, 0.25)),
+    (
+        _node("p100", 2, 32, 127_000, 28),
+        _node("v100", 8, 28, 183_000, 28),
+        _node("t4", 4, 44, 192_000, 28),
+    ),
+    "A federation cluster with NVIDIA P100, V100 and T4 GPUs. Jobs run at most 28 days.",
+    "28-day maximum and 64000M per GPU from 002. GPU models, node layouts and CPUs per GPU (16) "
+    "from the cluster's public documentation.",
+    {"p100": "NVIDIA P100 12GB", "v100": "NVIDIA V100 16GB", "t4": "NVIDIA T4 16GB"},
+)
+
+
+# --- The DGX cluster (003) -----------------------------------------------------------------
+
+DGX = SeedCluster(
+    Cluster(
+        "dgx",
+        "DGX cluster",
+        Scheduler.RUNAI,
+        gpu_types=(GpuType("a100", 80, 1.0, True, sources.UTILIZATION_TARGET),),
+        partitions=(Partition("dgx-a100", "a100", 8, 128, 1_000_000, 7 * HOURS_PER_DAY, 1),),
+        storage_tiers=(),
+        policy=Policy(
+            cpus_per_gpu=16,
+            memory_per_gpu_mb=125_000,
+            utilization_target_percent=90,
+            source=sources.UTILIZATION_TARGET,
+        ),
+    ),
+    description=(
+        "NVIDIA DGX nodes scheduled by Run:ai, not Slurm: the portal gives advice for it but "
+        "writes no job script. Aim for more than 90% GPU compute utilization; check it in the "
+        "Run:ai dashboard under Workloads, your job, Metrics, GPU compute utilization."
+    ),
+    note=(
+        "Utilization target (>90%) from 003. Node layout (8 x A100 80GB, 128 CPUs, 1 TB) from "
+        "NVIDIA's public DGX A100 specification; the document names no hardware."
+    ),
+    notes={"a100": SPEC_SHEET},
+    models={"a100": "NVIDIA A100-SXM4 80GB"},
+)
+
+CLUSTERS = (PROCESSING, NARVAL, BELUGA, CEDAR, GRAHAM, DGX)
+FEDERATION = ("narval", "beluga", "cedar", "graham")
+
+
+# --- Guidance articles ---------------------------------------------------------------------
+
+ARTICLES = (
+    SeedArticle(
+        "stage-data-to-local-scratch",
+        "Stage your data to the node's local scratch",
+        sources.PROCESSING_STAGING,
+        ("processing",),
+    ),
+    SeedArticle(
+        "choose-a-gpu",
+        "Which GPU to use",
+        sources.PROCESSING_TRAINING,
+        ("processing",),
+    ),
+    SeedArticle(
+        "where-your-dataset-should-live",
+        "Where your dataset should live during a job",
+        sources.DATASET_SIZE_TIERS,
+        FEDERATION,
+    ),
+    SeedArticle(
+        "checkpoint-long-jobs",
+        "Checkpoint long jobs in 24-hour chains",
+        sources.CHECKPOINT_CHAIN,
+        FEDERATION,
+    ),
+    SeedArticle(
+        "keep-gpus-busy",
+        "Keep your GPUs more than 90% busy",
+        sources.UTILIZATION_TARGET,
+        (),
+    ),
+)

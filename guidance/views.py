@@ -1,0 +1,65 @@
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Prefetch, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_safe
+
+from guidance import engine, models
+from guidance.facts import cluster_facts
+from guidance.forms import AdviceForm
+
+
+def _articles_for(cluster: models.Cluster | None):
+    articles = models.Article.objects.filter(published=True)
+    if cluster is None:
+        return articles.filter(clusters=None)
+    return articles.filter(Q(clusters=cluster) | Q(clusters=None)).distinct()
+
+
+def _get_cluster(slug: str) -> models.Cluster:
+    queryset = models.Cluster.objects.select_related("policy").prefetch_related(
+        Prefetch("partitions", models.Partition.objects.select_related("gpu_type")),
+        "gpu_types",
+        "storage_tiers",
+    )
+    return get_object_or_404(queryset, slug=slug)
+
+
+@login_required
+@require_safe
+def index(request: HttpRequest) -> HttpResponse:
+    clusters = models.Cluster.objects.annotate(
+        node_types=Count("partitions", distinct=True),
+        gpu_type_count=Count("gpu_types", distinct=True),
+    )
+    ctx = {"clusters": clusters, "articles": _articles_for(None)}
+    return render(request, "guidance/index.html", ctx)
+
+
+@login_required
+@require_safe
+def cluster(request: HttpRequest, slug: str) -> HttpResponse:
+    obj = _get_cluster(slug)
+    ctx = {
+        "cluster": obj,
+        "policy": getattr(obj, "policy", None),
+        "articles": _articles_for(obj),
+        "form": AdviceForm(auto_id="id_%s"),
+    }
+    return render(request, "guidance/cluster.html", ctx)
+
+
+@login_required
+@require_safe
+def advice(request: HttpRequest, slug: str) -> HttpResponse:
+    obj = _get_cluster(slug)
+    form = AdviceForm(request.GET or None)
+    recommendation = None
+    if form.is_valid():
+        recommendation = engine.recommend(form.job_spec(), cluster_facts(obj))
+        form.add_engine_errors(recommendation.errors)
+    ctx = {"cluster": obj, "form": form, "rec": recommendation}
+    template = "guidance/advice.html"
+    if request.htmx:
+        template += "#result"
+    return render(request, template, ctx)

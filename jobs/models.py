@@ -1,0 +1,1 @@
+# Empty for now: the job models arrive with the job composer.

@@ -1,0 +1,4 @@
+# Importing the app here makes @shared_task bind to it whenever Django starts.
+from portal.celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,166 @@
+"""Django settings for the portal. Every value comes from the environment: see .env.example."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from portal.env import REQUIRED, env_bool, env_choice, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Local state (SQLite database, filesystem broker, beat schedule) lives here. Tests point it at a
+# temporary folder so that they never touch a developer's data.
+VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+
+# A fixed key in development keeps sessions across restarts; production has no default at all.
+INSECURE_DEVELOPMENT_SECRET_KEY = "django-insecure-development-only-never-use-in-production"
+SECRET_KEY = env_str(
+    "SECRET_KEY",
+    INSECURE_DEVELOPMENT_SECRET_KEY if DEBUG else REQUIRED,
+    hint=(
+        "It is required when DEBUG is false. Generate one with "
+        "`python3 -c 'import secrets; print(secrets.token_urlsafe(50))'` and export "
+        "SECRET_KEY=<that value> (or put it in the env file docker/compose.yaml reads), "
+        "or set DEBUG=true for local development."
+    ),
+)
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django_htmx",
+    "simple_history",
+    "portal",
+    "guidance",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # Serves collected static files under gunicorn, so a deployment needs no separate web server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Records who made each change in the history tables; needs request.user, so after auth.
+    "simple_history.middleware.HistoryRequestMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database(url: str) -> dict:
+    try:
+        config = dj_database_url.parse(url)
+    except ValueError as exc:
+        # The URL itself is left out of the message: it may hold a password.
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
+    if not url.startswith("sqlite"):
+        # Reusing connections saves a round trip per request; SQLite opens a local file instead.
+        config["CONN_MAX_AGE"] = 60
+        config["CONN_HEALTH_CHECKS"] = True
+    return config
+
+
+DATABASES = {"default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"))}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Decided here from the environment: WhiteNoise would otherwise read DEBUG when its middleware
+# starts, after the test runner has forced DEBUG off, and warn that nothing was collected.
+WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS = DEBUG
+
+if not DEBUG:
+    # Off only for trying a production-mode build over plain HTTP, where secure cookies never stick.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+
+# Celery reads every CELERY_* setting here (portal/celery.py).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # The filesystem broker needs no server, so `make run` works on a bare machine. Processed
+    # messages are deleted, not kept (store_processed), so the folder does not grow forever.
+    _broker_dir = VAR_DIR / "celery" / "broker"
+    _control_dir = VAR_DIR / "celery" / "control"
+    for _folder in (_broker_dir, _control_dir):
+        _folder.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir),
+        "data_folder_out": str(_broker_dir),
+        # kombu defaults this to ./control, relative to whatever directory the process started in.
+        "control_folder": str(_control_dir),
+        "store_processed": False,
+    }
+# Tasks save their results on our models, so by default nothing else stores them.
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", None)
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celery-beat-schedule")
+# Periodic tasks, filled in by the apps that need them.
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+
+LOG_LEVEL = env_choice("LOG_LEVEL", ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "{asctime} {levelname} {name}: {message}", "style": "{"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # Django's default config gives the "django" logger a console handler of its own in DEBUG;
+    # without this override every Django message would be printed twice.
+    "loggers": {"django": {"handlers": [], "level": LOG_LEVEL, "propagate": True}},
+}

@@ -1,0 +1,142 @@
+"""GPUs, CPUs, memory and time to ask for, chains of checkpointed jobs, and the tips."""
+
+import subprocess
+import sys
+
+import pytest
+
+from guidance.engine import Workload, sources
+from tests.engine_helpers import advise, codes, note
+
+
+@pytest.mark.parametrize(
+    ("slug", "cpus", "mem"),
+    [
+        ("beluga", 10, "47000M"),
+        ("cedar", 6, "32000M"),
+        ("graham", 16, "64000M"),
+        ("narval", 12, "124500M"),
+    ],
+)
+def test_cpus_and_memory_follow_the_clusters_policy_per_gpu(slug, cpus, mem):
+    rec = advise(slug, dataset_gb=50)
+    assert rec.resources.cpus_per_task.value == cpus
+    assert rec.resources.mem == mem
+    assert rec.resources.memory_mb.source == sources.SBATCH_ELEMENTS
+
+
+def test_one_gpu_unless_the_program_uses_several():
+    rec = advise("narval", gpu_count=4, dataset_gb=50)
+    assert rec.resources.gpus_per_node.value == 1
+    assert note(rec.warnings, "one_gpu_unless_multi").source == sources.SBATCH_ELEMENTS
+    rec = advise("narval", gpu_count=4, multi_gpu=True, dataset_gb=50)
+    assert rec.resources.gpus_per_node.value == 4
+    assert rec.resources.cpus_per_task.value == 48
+    assert rec.resources.mem == "498000M"  # 4 x 124500M
+    assert "use_ddp" in codes(rec.tips)
+
+
+def test_gpus_are_spread_over_the_nodes_asked_for():
+    rec = advise("narval", gpu_count=8, multi_gpu=True, nodes=2, dataset_gb=50)
+    assert (rec.resources.nodes.value, rec.resources.gpus_per_node.value) == (2, 4)
+
+
+@pytest.mark.parametrize(
+    ("hours", "jobs", "time"),
+    [
+        (24, None, "1-00:00:00"),  # exactly one chunk: no chain
+        (24.5, 2, "1-00:00:00"),
+        (72, 3, "1-00:00:00"),
+        (73, 4, "1-00:00:00"),
+        (240, 10, "1-00:00:00"),  # 10 days on Beluga (max 7) as a chain: 002 says it may
+    ],
+)
+def test_long_checkpointed_work_becomes_a_chain(hours, jobs, time):
+    rec = advise("beluga", hours=hours, checkpointing=True)
+    assert rec.ok, rec.errors
+    if jobs is None:
+        assert rec.chain is None
+    else:
+        assert rec.chain.jobs == jobs
+        assert rec.chain.array == f"1-{jobs}%1"
+        assert rec.chain.source == sources.CHECKPOINT_CHAIN
+    assert rec.resources.time == time
+
+
+def test_long_work_without_checkpoints_gets_a_warning():
+    rec = advise("cedar", hours=48)
+    assert rec.chain is None
+    assert rec.resources.time == "2-00:00:00"
+    assert note(rec.warnings, "long_without_checkpoints").source == sources.LONG_RUNNING
+    assert "long_without_checkpoints" not in codes(advise("cedar", hours=24).warnings)
+
+
+@pytest.mark.parametrize(
+    ("slug", "hours", "maximum"),
+    [("beluga", 168.5, "7 days"), ("narval", 200, "7 days"), ("cedar", 700, "28 days")],
+)
+def test_a_duration_over_the_maximum_is_an_error_naming_it(slug, hours, maximum):
+    rec = advise(slug, hours=hours)
+    error = note(rec.errors, "over_max_duration")
+    assert f"maximum job duration of {maximum}" in error.message
+    assert error.field == "hours"
+    assert error.source == sources.SBATCH_ELEMENTS
+    assert advise(slug, hours=168).ok
+
+
+def test_short_jobs_ask_for_their_duration():
+    assert advise("narval", hours=0.5).resources.time == "0-00:30:00"
+    assert advise("narval", hours=1.01).resources.time == "0-01:01:00"
+
+
+def test_many_similar_runs_suggest_a_job_array():
+    rec = advise("narval", similar_runs=20)
+    tip = note(rec.tips, "similar_runs_array")
+    assert "--array=1-20" in tip.message
+    assert tip.source == sources.SIMILAR_JOBS
+    assert "similar_runs_array" not in codes(advise("narval").tips)
+
+
+def test_debugging_is_tried_interactively_first():
+    rec = advise("narval", workload=Workload.DEBUGGING)
+    assert note(rec.tips, "try_interactively").source == sources.INTERACTIVE_FIRST
+
+
+def test_training_gets_utilization_advice_with_its_cpus():
+    rec = advise("beluga", dataset_gb=50)
+    assert "num_workers=10" in note(rec.tips, "dataloader").message
+    assert note(rec.tips, "utilization_target").source == sources.SBATCH_ELEMENTS
+    dgx = advise("dgx", dataset_gb=50)
+    assert note(dgx.tips, "utilization_target").source == sources.UTILIZATION_TARGET
+
+
+def test_the_dgx_cluster_is_guidance_only():
+    rec = advise("dgx")
+    assert rec.guidance_only
+    assert "Run:ai" in note(rec.warnings, "guidance_only").message
+    assert not advise("narval").guidance_only
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"dataset_gb": -1}, "dataset_gb", "cannot be negative"),
+        ({"hours": 0}, "hours", "more than zero hours"),
+        ({"hours": -3}, "hours", "more than zero hours"),
+        ({"file_count": -5}, "file_count", "cannot be negative"),
+        ({"gpu_count": 0}, "gpu_count", "at least one GPU"),
+        ({"nodes": 0}, "nodes", "at least one node"),
+        ({"gpu_mem_gb": 0}, "gpu_mem_gb", "more than zero GB"),
+        ({"similar_runs": 0}, "similar_runs", "at least one"),
+    ],
+)
+def test_bad_values_are_errors_on_their_field(fields, field, words):
+    rec = advise("narval", **fields)
+    assert not rec.ok
+    assert rec.storage is None
+    assert any(e.field == field and words in e.message for e in rec.errors), rec.errors
+
+
+def test_the_engine_imports_no_django():
+    code = "import sys, guidance.engine; sys.exit('django' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
