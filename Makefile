@@ -38,6 +38,7 @@ run: venv
 
 # The tests import the settings, which need SECRET_KEY unless DEBUG is true.
 test: dev
+	@sh scripts/install-test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest $(PYTEST_ARGS)

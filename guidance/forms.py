@@ -15,6 +15,7 @@ def _number(label: str, example: str, **kw) -> dict:
 
 
 class AdviceForm(forms.Form):
+    label_suffix = ""  # labels read as questions and checkbox sentences; no colons
     workload = forms.ChoiceField(choices=[(w.value, w.value.capitalize()) for w in Workload])
     dataset_gb = forms.FloatField(**_number("Dataset size (GB)", "50"))
     file_count = forms.IntegerField(

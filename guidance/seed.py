@@ -129,7 +129,8 @@ PROCESSING = SeedCluster(
                 source=sources.PROCESSING_CLEANUP,
             ),
         ),
-        policy=Policy(cpus_per_gpu=6, memory_per_gpu_mb=32000, source=sources.PROCESSING_TRAINING),
+        # 002's suggestions for one GPU; 000 gives no numbers.
+        policy=Policy(cpus_per_gpu=6, memory_per_gpu_mb=32000, source=sources.SBATCH_ELEMENTS),
     ),
     description=(
         "A GPU cluster whose nodes each have fast SSD scratch in RAID-6 under `/processing/`. "
@@ -341,7 +342,6 @@ DGX = SeedCluster(
             cpus_per_gpu=16,
             memory_per_gpu_mb=125_000,
             utilization_target_percent=90,
-            source=sources.UTILIZATION_TARGET,
         ),
     ),
     description=(

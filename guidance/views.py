@@ -44,7 +44,6 @@ def cluster(request: HttpRequest, slug: str) -> HttpResponse:
         "cluster": obj,
         "policy": getattr(obj, "policy", None),
         "articles": _articles_for(obj),
-        "form": AdviceForm(auto_id="id_%s"),
     }
     return render(request, "guidance/cluster.html", ctx)
 

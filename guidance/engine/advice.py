@@ -65,7 +65,7 @@ def _utilization(spec: JobSpec, cluster: Cluster, resources: Resources | None, n
         "utilization_target",
         f"Aim for more than {target}% GPU compute utilization (not memory): the busier the GPU, "
         "the sooner the job is done and the fewer GPUs everybody needs.",
-        cluster.policy.source or sources.UTILIZATION_TARGET,
+        sources.UTILIZATION_TARGET,
     )
     notes.tip(
         "dataloader",

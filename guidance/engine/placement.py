@@ -71,7 +71,7 @@ def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> Partition
             why, source = loser.why_not(partition, gpu), loser.source(partition, gpu)
         rejected.append(Rejected(partition, why, source))
 
-    reason, source = _why_chosen(spec, best, best_gpu)
+    reason, source = _why_chosen(spec, cluster, best, best_gpu)
     _warn_about_full_utilization(spec, best_gpu, cluster, notes)
     return PartitionChoice(best, best_gpu, reason, source, tuple(rejected))
 
@@ -159,10 +159,18 @@ def _preferences(spec: JobSpec) -> list[_Preference]:
     return [*first, _smallest_card_that_fits(), _slowest_card_that_does()]
 
 
-def _why_chosen(spec: JobSpec, partition: Partition, gpu: GpuType) -> tuple[str, Source | None]:
+def _why_chosen(
+    spec: JobSpec, cluster: Cluster, partition: Partition, gpu: GpuType
+) -> tuple[str, Source | None]:
     memory = f"{describe_gb(spec.gpu_mem_gb)} of GPU memory" if spec.gpu_mem_gb else "the job"
     if spec.gpu_type:
         return f"You asked for {gpu.name}; {partition.name} has it.", gpu.source
+    if len(cluster.partitions) == 1:
+        return (
+            f"{partition.name} is {cluster.name}'s only GPU node type; its {gpu.name} "
+            f"({describe_gb(gpu.memory_gb)}) fits {memory}.",
+            partition.source or gpu.source,
+        )
     if spec.workload in partition.purposes:
         return (
             f"{partition.name} is the node type set aside for {spec.workload} work, and its "

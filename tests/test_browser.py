@@ -1,0 +1,78 @@
+"""In a real headless Chromium: the advice follows the form live, without reloading the page."""
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from tests.services import service_missing
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+# Flags from running Debian's chromium as root on a machine without a network or a display.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Django refuses synchronous database calls from an event loop; the live server runs its own
+# thread, and the test only drives the browser while it waits for pages.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        service_missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, live_server, transactional_db, django_user_model):
+    call_command("seed_guidance", stdout=io.StringIO())
+    django_user_model.objects.create_user("alice", password="alice-password")
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto("/accounts/login/?next=/guidance/narval/advice/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/guidance/narval/advice/")
+    yield page
+    context.close()
+
+
+def test_the_storage_advice_follows_the_dataset_size_live(page):
+    page.fill("input[name=hours]", "12")
+    # A marker on window disappears if the page reloads: the updates must come through htmx.
+    page.evaluate("window.notReloaded = true")
+    for size, placement in [("5", "memory"), ("50", "node_local"), ("500", "shared")]:
+        page.fill("input[name=dataset_gb]", size)
+        page.wait_for_selector(f'[data-placement="{placement}"]')
+    assert page.evaluate("window.notReloaded") is True
+    assert "too large for $SLURM_TMPDIR" in page.inner_text("#result")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "advice-live.png", full_page=True)
+
+
+def test_a_bad_value_shows_its_message_live_and_keeps_the_input(page):
+    page.fill("input[name=hours]", "12")
+    page.fill("input[name=dataset_gb]", "-3")
+    page.wait_for_selector("text=The dataset size cannot be negative.")
+    assert page.input_value("input[name=dataset_gb]") == "-3"
+    page.fill("input[name=dataset_gb]", "50")
+    page.wait_for_selector('[data-placement="node_local"]')
