@@ -1,7 +1,14 @@
 """The edge between the database and the engine: published guidance as engine dataclasses."""
 
+from dataclasses import fields
+
 from guidance import engine, models
 from guidance.engine.sources import Source
+
+
+def same_named(obj, dataclass: type, *, but: tuple[str, ...] = ("source",)) -> dict:
+    """The values of obj (a model or a dataclass) for the fields the two sides share by name."""
+    return {f.name: getattr(obj, f.name) for f in fields(dataclass) if f.name not in but}
 
 
 def _source(obj: models.Sourced) -> Source | None:
@@ -41,31 +48,15 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
         ),
         storage_tiers=tuple(
             engine.StorageTier(
-                name=t.name,
+                **same_named(t, engine.StorageTier, but=("source", "kind")),
                 kind=engine.TierKind(t.kind),
-                path=t.path,
-                quota_bytes=t.quota_bytes,
-                quota_files=t.quota_files,
-                purge_policy=t.purge_policy,
-                persistent=t.persistent,
-                per_job=t.per_job,
                 source=_source(t),
             )
             for t in cluster.storage_tiers.all()
         ),
-        policy=_policy(policy) if policy else engine.Policy(),
-    )
-
-
-def _policy(policy: models.Policy) -> engine.Policy:
-    return engine.Policy(
-        in_memory_limit_gb=policy.in_memory_limit_gb,
-        node_local_limit_gb=policy.node_local_limit_gb,
-        checkpoint_chunk_hours=policy.checkpoint_chunk_hours,
-        cpus_per_gpu=policy.cpus_per_gpu,
-        memory_per_gpu_mb=policy.memory_per_gpu_mb,
-        utilization_target_percent=policy.utilization_target_percent,
-        many_files_threshold=policy.many_files_threshold,
-        small_file_kb=policy.small_file_kb,
-        source=_source(policy),
+        policy=(
+            engine.Policy(**same_named(policy, engine.Policy), source=_source(policy))
+            if policy
+            else engine.Policy()
+        ),
     )

@@ -262,9 +262,15 @@ def _federation(
     )
 
 
+def _gpu(name: str, memory_gb: float, relative_speed: float) -> GpuType:
+    return GpuType(name, memory_gb, relative_speed, source=sources.PUBLIC_HARDWARE)
+
+
 def _node(name: str, gpus: int, cpus: int, memory_mb: int, days: int) -> Partition:
     # Slurm on the federation routes a job by its --gres type: no partition is named.
-    return Partition(name, name, gpus, cpus, memory_mb, days * HOURS_PER_DAY, 1)
+    return Partition(
+        name, name, gpus, cpus, memory_mb, days * HOURS_PER_DAY, 1, source=sources.PUBLIC_HARDWARE
+    )
 
 
 NARVAL = _federation(
@@ -272,7 +278,7 @@ NARVAL = _federation(
     "Narval",
     12,
     124_500,
-    (GpuType("a100", 40, 1.0),),
+    (_gpu("a100", 40, 1.0),),
     (_node("a100", 4, 48, 498_000, 7),),
     "A federation cluster with NVIDIA A100 GPUs. Jobs run at most 7 days.",
     "7-day maximum from 004. GPU model, node layout, CPUs per GPU (12) and memory per GPU "
@@ -285,7 +291,7 @@ BELUGA = _federation(
     "Béluga",
     10,
     47_000,
-    (GpuType("v100", 16, 0.45),),
+    (_gpu("v100", 16, 0.45),),
     (_node("v100", 4, 40, 186_000, 7),),
     "A federation cluster with NVIDIA V100 GPUs. Jobs run at most 7 days.",
     "7-day maximum and 47000M per GPU from 002. GPU model, node layout and CPUs per GPU (10) "
@@ -298,7 +304,7 @@ CEDAR = _federation(
     "Cedar",
     6,
     32_000,
-    (GpuType("p100", 12, 0.3), GpuType("p100l", 16, 0.3), GpuType("v100l", 32, 0.45)),
+    (_gpu("p100", 12, 0.3), _gpu("p100l", 16, 0.3), _gpu("v100l", 32, 0.45)),
     (
         _node("p100", 4, 24, 125_000, 28),
         _node("p100l", 4, 24, 250_000, 28),
@@ -315,7 +321,7 @@ GRAHAM = _federation(
     "Graham",
     16,
     64_000,
-    (GpuType("p100", 12, 0.3), GpuType("v100", 16, 0.45), GpuType("t4", 16, 0.25)),
+    (_gpu("p100", 12, 0.3), _gpu("v100", 16, 0.45), _gpu("t4", 16, 0.25)),
     (
         _node("p100", 2, 32, 127_000, 28),
         _node("v100", 8, 28, 183_000, 28),
@@ -336,7 +342,18 @@ DGX = SeedCluster(
         "DGX cluster",
         Scheduler.RUNAI,
         gpu_types=(GpuType("a100", 80, 1.0, True, sources.UTILIZATION_TARGET),),
-        partitions=(Partition("dgx-a100", "a100", 8, 128, 1_000_000, 7 * HOURS_PER_DAY, 1),),
+        partitions=(
+            Partition(
+                "dgx-a100",
+                "a100",
+                8,
+                128,
+                1_000_000,
+                7 * HOURS_PER_DAY,
+                1,
+                source=sources.PUBLIC_HARDWARE,
+            ),
+        ),
         storage_tiers=(),
         policy=Policy(
             cpus_per_gpu=16,

@@ -11,6 +11,7 @@ def advise(spec: JobSpec, cluster: Cluster, resources: Resources | None, notes) 
             "guidance_only",
             f"{cluster.name} runs {cluster.scheduler.label}, not Slurm: the portal gives "
             "its advice but cannot write or submit a job script for it.",
+            sources.RUNAI if cluster.scheduler == Scheduler.RUNAI else None,
         )
     if spec.workload in (Workload.DEBUGGING, Workload.INTERACTIVE):
         notes.tip(

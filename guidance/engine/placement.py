@@ -66,7 +66,7 @@ def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> Partition
             (p for p in preferences if p.score(partition, gpu) > p.score(best, best_gpu)), None
         )
         if loser is None:
-            why, source = f"as good a fit; {best.name} comes first by name", None
+            why, source = f"as good a fit; {best.name} comes first by name", partition.source
         else:
             why, source = loser.why_not(partition, gpu), loser.source(partition, gpu)
         rejected.append(Rejected(partition, why, source))

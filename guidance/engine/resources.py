@@ -71,12 +71,14 @@ def size_resources(
         nodes=Amount(
             spec.nodes,
             "One node." if spec.nodes == 1 else f"{spec.nodes} nodes, as the program spans nodes.",
+            sources.SBATCH_DIRECTIVES,
         ),
         gpus_per_node=Amount(gpus, _why_gpus(spec, gpus), sources.SBATCH_ELEMENTS),
         tasks_per_node=Amount(
             1,
             "One task per node: the program (or a launcher such as torchrun) starts its own "
             "workers for the node's GPUs.",
+            sources.SBATCH_DIRECTIVES,
         ),
         cpus_per_task=Amount(
             cpus,

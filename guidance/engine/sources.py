@@ -48,6 +48,7 @@ PROCESSING_CLEANUP = Source(DOC_PROCESSING, "4. Best Practice")
 
 # DGX cluster guidelines (003).
 UTILIZATION_TARGET = Source(DOC_DGX, "Introduction (aim for >90% compute utilization)")
+RUNAI = Source(DOC_DGX, "Section 1: How to check GPU utilization / On the DGX cluster (Run:ai)")
 DATALOADER = Source(DOC_DGX, "Section 2.1: Make the most of the pytorch dataloader")
 NO_BRAINER_TWEAKS = Source(DOC_DGX, "Section 2.2: No brainer code tweaks")
 CAREFUL_TWEAKS = Source(DOC_DGX, "Section 2.3: code tweaks to think about")
@@ -57,4 +58,12 @@ STORAGE_AREAS = Source(DOC_FEDERATION_NOTES, "Data / Folders/Filesystem")
 SINGLE_NODE_STAGING = Source(DOC_FEDERATION_NOTES, "Data Storage in HPC / single node jobs")
 MULTI_NODE_STAGING = Source(DOC_FEDERATION_NOTES, "Data Storage in HPC / Multinode jobs")
 RAM_DISK = Source(DOC_FEDERATION_NOTES, "Large collections of files handling / RAM disk")
+SBATCH_DIRECTIVES = Source(
+    DOC_FEDERATION_NOTES, "SLURM Workload manager / commands for scheduler (resources + account_no)"
+)
+
+# Facts the documents do not give: hardware from the clusters' own published pages.
+PUBLIC_HARDWARE = Source(
+    "the cluster's public documentation", "GPU node types (see the admin note)"
+)
 SINGLE_GPU_PYTORCH = Source(DOC_FEDERATION_NOTES, "pytorch with single-gpu")

@@ -5,6 +5,8 @@ from django.db import transaction
 
 from guidance import models, seed
 from guidance.engine.sources import Source
+from guidance.engine.types import Policy, StorageTier
+from guidance.facts import same_named
 
 REASON = "Loaded from the portal's seed guidance"
 
@@ -53,17 +55,7 @@ class Command(BaseCommand):
         self._create(
             models.Policy,
             {"cluster": cluster},
-            {
-                "in_memory_limit_gb": facts.policy.in_memory_limit_gb,
-                "node_local_limit_gb": facts.policy.node_local_limit_gb,
-                "checkpoint_chunk_hours": facts.policy.checkpoint_chunk_hours,
-                "cpus_per_gpu": facts.policy.cpus_per_gpu,
-                "memory_per_gpu_mb": facts.policy.memory_per_gpu_mb,
-                "utilization_target_percent": facts.policy.utilization_target_percent,
-                "many_files_threshold": facts.policy.many_files_threshold,
-                "small_file_kb": facts.policy.small_file_kb,
-                **_source(facts.policy.source),
-            },
+            same_named(facts.policy, Policy) | _source(facts.policy.source),
         )
         gpu_types = {}
         for gpu in facts.gpu_types:
@@ -100,16 +92,7 @@ class Command(BaseCommand):
             self._create(
                 models.StorageTier,
                 {"cluster": cluster, "name": tier.name},
-                {
-                    "kind": tier.kind.value,
-                    "path": tier.path,
-                    "quota_bytes": tier.quota_bytes,
-                    "quota_files": tier.quota_files,
-                    "purge_policy": tier.purge_policy,
-                    "persistent": tier.persistent,
-                    "per_job": tier.per_job,
-                    **_source(tier.source),
-                },
+                same_named(tier, StorageTier, but=("source", "name")) | _source(tier.source),
             )
 
     def _article(self, entry: seed.SeedArticle) -> None:
