@@ -41,6 +41,7 @@ class SeedArticle:
     title: str
     source: Source
     clusters: tuple[str, ...]  # empty: every cluster
+    order: int  # the cluster's own articles first, general ones after
 
     @property
     def body(self) -> str:
@@ -51,6 +52,7 @@ class SeedArticle:
 class SeedCluster:
     facts: Cluster
     description: str
+    source: Source
     note: str = ""
     login_host: str = ""
     # Admin notes for single objects, keyed by GPU type, partition or storage tier name.
@@ -123,7 +125,7 @@ PROCESSING = SeedCluster(
             StorageTier(
                 "Project data folders",
                 TierKind.PROJECT,
-                "/project",
+                "",  # 000 names no path
                 purge_policy="Persistent: keep training artifacts here.",
                 persistent=True,
                 source=sources.PROCESSING_CLEANUP,
@@ -139,6 +141,7 @@ PROCESSING = SeedCluster(
         "GPU utilization, RTX otherwise; debug 48 GB models on roentgen; run inference under "
         "11 GB on 2080ti."
     ),
+    source=sources.PROCESSING_SCRATCH,
     note=(
         "Node counts, CPUs, memory per node, the 7-day limit, CPUs and memory per GPU are not in "
         "the document (000): placeholders until the cluster's admins publish theirs. Slurm "
@@ -255,6 +258,7 @@ def _federation(
             ),
         ),
         description=description,
+        source=sources.DATASET_SIZE_TIERS,
         note=note,
         login_host=f"{slug}.alliancecan.ca",
         notes={g.name: PUBLIC_DOCS for g in gpus} | {p.name: PUBLIC_DOCS for p in partitions},
@@ -366,6 +370,7 @@ DGX = SeedCluster(
         "writes no job script. Aim for more than 90% GPU compute utilization; check it in the "
         "Run:ai dashboard under Workloads, your job, Metrics, GPU compute utilization."
     ),
+    source=sources.RUNAI,
     note=(
         "Utilization target (>90%) from 003. Node layout (8 x A100 80GB, 128 CPUs, 1 TB) from "
         "NVIDIA's public DGX A100 specification; the document names no hardware."
@@ -386,29 +391,34 @@ ARTICLES = (
         "Stage your data to the node's local scratch",
         sources.PROCESSING_STAGING,
         ("processing",),
+        10,
     ),
     SeedArticle(
         "choose-a-gpu",
         "Which GPU to use",
         sources.PROCESSING_TRAINING,
         ("processing",),
+        20,
     ),
     SeedArticle(
         "where-your-dataset-should-live",
         "Where your dataset should live during a job",
         sources.DATASET_SIZE_TIERS,
         FEDERATION,
+        10,
     ),
     SeedArticle(
         "checkpoint-long-jobs",
         "Checkpoint long jobs in 24-hour chains",
         sources.CHECKPOINT_CHAIN,
         FEDERATION,
+        20,
     ),
     SeedArticle(
         "keep-gpus-busy",
         "Keep your GPUs more than 90% busy",
         sources.UTILIZATION_TARGET,
         (),
+        50,
     ),
 )

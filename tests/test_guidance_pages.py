@@ -60,7 +60,7 @@ def test_the_processing_page_shows_its_rules(user_client, seeded):
     assert "Wiped periodically, oldest files first" in page
     assert "near-100% use only" in page
     assert "Set aside for" in page and "Debugging" in page
-    assert "rsync -avv --info=progress2 --delete" in page  # the seeded article
+    assert "rsync -avv --info=progress2 --delete &lt;SOURCE&gt; $SCRATCH" in page  # the article
 
 
 def test_the_dgx_page_says_it_takes_no_scripts(user_client, seeded):

@@ -50,7 +50,8 @@ class Command(BaseCommand):
                 "description": entry.description,
                 "note": entry.note,
                 "login_host": entry.login_host,
-            },
+            }
+            | _source(entry.source),
         )
         self._create(
             models.Policy,
@@ -100,7 +101,8 @@ class Command(BaseCommand):
         article = self._create(
             models.Article,
             {"slug": entry.slug},
-            {"title": entry.title, "body": entry.body, **_source(entry.source)},
+            {"title": entry.title, "body": entry.body, "order": entry.order}
+            | _source(entry.source),
         )
         if not exists and entry.clusters:
             article.clusters.set(models.Cluster.objects.filter(slug__in=entry.clusters))
