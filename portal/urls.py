@@ -11,5 +11,6 @@ urlpatterns = [
     path("healthz/", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("guidance/", include("guidance.urls")),
+    path("jobs/", include("jobs.urls")),
     path("admin/", admin.site.urls),
 ]
