@@ -67,3 +67,9 @@ PUBLIC_HARDWARE = Source(
     "the cluster's public documentation", "GPU node types (see the admin note)"
 )
 SINGLE_GPU_PYTORCH = Source(DOC_FEDERATION_NOTES, "pytorch with single-gpu")
+
+# Slurm's own manual, for how sbatch reads a script: no cluster document spells these rules out.
+SBATCH_SCRIPT_RULES = Source(
+    "Slurm's sbatch manual (man sbatch)", "DESCRIPTION: the batch script and its #SBATCH lines"
+)
+SBATCH_TIME = Source("Slurm's sbatch manual (man sbatch)", "-t, --time")
