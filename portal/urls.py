@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from portal import views
+from portal import token_views, views
+from portal.api import api
 
 admin.site.site_header = "GPU portal administration"
 admin.site.site_title = "GPU portal administration"
@@ -12,5 +13,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("guidance/", include("guidance.urls")),
     path("jobs/", include("jobs.urls")),
+    path("settings/tokens/", token_views.tokens, name="tokens"),
+    path("settings/tokens/<int:pk>/revoke/", token_views.token_revoke, name="token_revoke"),
+    path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

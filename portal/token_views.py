@@ -1,0 +1,53 @@
+"""The API tokens settings page: create a token (shown once), list and revoke them."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from portal.models import ApiToken
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        max_length=100, help_text="What the token is for, e.g. the laptop or script that uses it."
+    )
+
+
+def _get_token_for_user(request: HttpRequest, pk: int) -> ApiToken:
+    # Someone else's token, or a revoked one, is not there as far as this user can tell.
+    return get_object_or_404(ApiToken, pk=pk, user=request.user, revoked=None)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@never_cache  # the page that shows a new token must not be kept by a browser or a proxy
+def tokens(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST or None)
+    created = secret = None
+    if form.is_valid():
+        # Shown in this response only, never stored and never redirected through the session.
+        created, secret = ApiToken.issue(request.user, form.cleaned_data["name"])
+        form = TokenForm()
+    ctx = {
+        "form": form,
+        "tokens": ApiToken.objects.filter(user=request.user, revoked=None),
+        "created": created,
+        "secret": secret,
+        "api_url": request.build_absolute_uri(reverse("api:recommendation")),
+        "schema_url": reverse("api:openapi-json"),
+    }
+    return render(request, "portal/tokens.html", ctx)
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = _get_token_for_user(request, pk)
+    token.revoke()
+    messages.success(request, f"Revoked the token “{token.name}”: it no longer works.")
+    return redirect("tokens")

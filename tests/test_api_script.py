@@ -1,0 +1,82 @@
+"""POST /api/v1/script: the composer's script over the API, with the same rules as the page."""
+
+import subprocess
+
+import pytest
+
+from portal.models import ApiToken
+
+URL = "/api/v1/script"
+JOB = {
+    "cluster": "narval",
+    "workload": "training",
+    "dataset_gb": 50,
+    "file_count": 200_000,
+    "hours": 72,
+    "checkpointing": True,
+    "job_name": "resnet",
+    "account": "def-someuser",
+    "data_path": "/project/def-someuser/data.tar",
+    "results_dir": "$HOME/results",
+    "modules": ["python/3.11", "cuda"],
+    "command": 'python train.py --data "$STAGE_DIR"',
+}
+
+
+@pytest.fixture
+def headers(user):
+    return {"Authorization": f"Bearer {ApiToken.issue(user, 'cli')[1]}"}
+
+
+def _post(client, headers, **changes):
+    return client.post(URL, JOB | changes, content_type="application/json", headers=headers)
+
+
+def test_it_requires_a_token(client, seeded):
+    assert _post(client, {}).status_code == 401
+
+
+def test_it_returns_the_script_and_its_advice(client, seeded, headers):
+    body = _post(client, headers).json()
+    assert body["filename"] == "resnet.sbatch"
+    script = body["script"]
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
+    assert "#SBATCH --array=1-3%1" in script
+    assert 'tar xf "$DATA_SOURCE" -C "$STAGE_DIR"' in script
+    assert "module load python/3.11 cuda" in script
+    assert body["salloc"].startswith("salloc --account=def-someuser --nodes=1")
+    assert body["recommendation"]["storage"]["kind"] == "node_local"
+    assert body["recommendation"]["chain"]["jobs"] == 3
+
+
+def test_the_same_form_gives_the_same_script_as_the_page(client, seeded, headers, user_client):
+    api_script = _post(client, headers).json()["script"]
+    form = {k: str(v) for k, v in JOB.items() if not isinstance(v, (bool, list))}
+    form |= {"checkpointing": "on", "modules": "python/3.11 cuda", "environment": "none"}
+    form |= {"gpu_count": "1", "nodes": "1", "similar_runs": "1", "download": "1"}
+    assert user_client.post("/jobs/new/", form).content.decode() == api_script
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"job_name": "x; rm -rf ~"}, "job_name", "no spaces"),
+        ({"modules": ["cuda", "$(id)"]}, "modules", "Not a module name"),
+        ({"dataset_gb": -1}, "dataset_gb", "cannot be negative"),
+        ({"data_path": ""}, "data_path", "Enter the data path"),
+        ({"command": "echo \x1b[31m"}, "command", "control characters"),
+        ({"command": "echo \x00"}, "command", "Null characters are not allowed"),
+        ({"cluster": "dgx"}, "cluster", "writes no script"),
+    ],
+)
+def test_bad_input_is_422_on_its_field(client, seeded, headers, changes, field, words):
+    response = _post(client, headers, **changes)
+    assert response.status_code == 422, response.content
+    messages = {e["field"]: e["message"] for e in response.json()["detail"]}
+    assert words in messages[field], messages
+
+
+def test_the_schema_documents_the_endpoint(client, seeded):
+    schema = client.get("/api/v1/openapi.json").json()
+    operation = schema["paths"]["/api/v1/script"]["post"]
+    assert {"200", "401", "422"} <= set(operation["responses"])
