@@ -33,6 +33,7 @@ run: venv
 	@export DEBUG="$${DEBUG:-true}"; \
 	$(BIN)/python manage.py migrate --noinput && \
 	$(BIN)/python manage.py seed_guidance && \
+	$(BIN)/python manage.py seed_templates && \
 	$(BIN)/python manage.py ensure_admin && \
 	exec $(BIN)/python manage.py serve
 

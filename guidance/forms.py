@@ -15,7 +15,6 @@ def _number(label: str, example: str, **kw) -> dict:
 
 
 class AdviceForm(forms.Form):
-    label_suffix = ""  # labels read as questions and checkbox sentences; no colons
     workload = forms.ChoiceField(choices=[(w.value, w.value.capitalize()) for w in Workload])
     dataset_gb = forms.FloatField(**_number("Dataset size (GB)", "50"))
     file_count = forms.IntegerField(
@@ -46,6 +45,11 @@ class AdviceForm(forms.Form):
         label="I expect it to keep the GPU near 100% busy", required=False
     )
     similar_runs = forms.IntegerField(**_number("Similar runs", "1", initial=1))
+
+    def __init__(self, *args, **kwargs):
+        # Labels read as questions and checkbox sentences: no colons after them.
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
 
     def job_spec(self) -> JobSpec:
         data = self.cleaned_data

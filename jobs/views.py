@@ -1,7 +1,112 @@
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from jobs.compose import compose as compose_script
+from jobs.forms import ComposeForm
+from jobs.models import Composition, SiteTemplate
+
+SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
+
+
+def _get_composition_for_user(request: HttpRequest, pk: int) -> Composition:
+    # Someone else's composition does not exist, as far as this user can tell.
+    return get_object_or_404(Composition, pk=pk, owner=request.user)
+
+
+def _starting_values(request: HttpRequest) -> dict:
+    """What a new composition starts from: a site template, one of the user's, or nothing."""
+    if slug := request.GET.get("template"):
+        return get_object_or_404(SiteTemplate, slug=slug, published=True).fields
+    if pk := request.GET.get("from"):
+        return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0).fields
+    return {}
+
+
+def _is_form_data(data: QueryDict) -> bool:
+    return "cluster" in data
+
+
+def _edited(text: str, generated: str) -> bool:
+    return text.replace("\r\n", "\n").strip() != generated.strip()
+
+
+def _download(name: str, text: str) -> HttpResponse:
+    response = HttpResponse(text.replace("\r\n", "\n"), content_type=SCRIPT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{name}.sbatch"'
+    return response
 
 
 @login_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def compose(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("The composer is being built.")
+    data = request.POST if request.method == "POST" else request.GET
+    if _is_form_data(data):
+        form = ComposeForm(data)
+    else:
+        form = ComposeForm(initial=_starting_values(request))
+    composed = compose_script(form) if form.is_bound else None
+    script_text = data.get("script_text", "") if request.method == "POST" else ""
+
+    if request.method == "POST" and composed and composed.script:
+        text = script_text or composed.script
+        if "download" in data:
+            return _download(form.cleaned_data["job_name"], text)
+    if request.method == "POST" and composed and composed.script and "save" in data:
+        composition = Composition.objects.create(
+            owner=request.user,
+            name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
+            fields=_storable(form),
+            script=text.replace("\r\n", "\n"),
+            edited=_edited(text, composed.script),
+        )
+        messages.success(request, f"Saved “{composition.name}”.")
+        return redirect(composition)
+
+    ctx = {
+        "form": form,
+        "composed": composed,
+        "rec": composed.recommendation if composed else None,
+        "script_text": script_text,
+        "edited": bool(script_text and composed and _edited(script_text, composed.script)),
+        "site_templates": SiteTemplate.objects.filter(published=True),
+        "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
+    }
+    template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
+    return render(request, template, ctx, status=200)
+
+
+def _storable(form: ComposeForm) -> dict:
+    """The form's values as the user typed them, to fill the form again later."""
+    return {name: form.data.get(name) for name in form.fields if name in form.data}
+
+
+@login_required
+@require_safe
+def compositions(request: HttpRequest) -> HttpResponse:
+    mine = Composition.objects.filter(owner=request.user)
+    return render(request, "jobs/compositions.html", {"compositions": mine})
+
+
+@login_required
+@require_safe
+def composition(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_composition_for_user(request, pk)
+    if "download" in request.GET:
+        return _download(obj.fields.get("job_name") or "job", obj.script)
+    return render(request, "jobs/composition.html", {"composition": obj})
+
+
+@login_required
+@require_POST
+def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_composition_for_user(request, pk)
+    if "delete" in request.POST:
+        obj.delete()
+        messages.success(request, f"Deleted “{obj.name}”.")
+        return redirect("jobs:compositions")
+    obj.is_template = request.POST.get("is_template") == "on"
+    obj.save(update_fields=["is_template", "updated"])
+    return redirect(obj)

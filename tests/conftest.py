@@ -7,6 +7,7 @@ from django.core.management import call_command
 @pytest.fixture
 def seeded(db):
     call_command("seed_guidance", stdout=io.StringIO())
+    call_command("seed_templates", stdout=io.StringIO())
 
 
 @pytest.fixture

@@ -43,6 +43,7 @@ def browser():
 @pytest.fixture
 def page(browser, live_server, transactional_db, django_user_model):
     call_command("seed_guidance", stdout=io.StringIO())
+    call_command("seed_templates", stdout=io.StringIO())
     django_user_model.objects.create_user("alice", password="alice-password")
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
@@ -76,3 +77,39 @@ def test_a_bad_value_shows_its_message_live_and_keeps_the_input(page):
     assert page.input_value("input[name=dataset_gb]") == "-3"
     page.fill("input[name=dataset_gb]", "50")
     page.wait_for_selector('[data-placement="node_local"]')
+
+
+def test_the_composer_updates_advice_and_script_live(page):
+    page.goto("/jobs/new/?template=pytorch-training-1gpu")
+    page.select_option("select[name=cluster]", "narval")
+    page.fill("input[name=data_path]", "/project/def-someuser/data")
+    page.fill("input[name=hours]", "12")
+    page.evaluate("window.notReloaded = true")
+    for size, placement, staging in [
+        ("5", "memory", "rsync -a"),
+        ("50", "node_local", "rsync -a"),
+        ("500", "shared", 'STAGE_DIR="$DATA_SOURCE"'),
+    ]:
+        page.fill("input[name=dataset_gb]", size)
+        page.wait_for_selector(f'[data-placement="{placement}"]')
+        assert staging in page.input_value("#script-text")
+    assert page.evaluate("window.notReloaded") is True
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "composer-live.png", full_page=True)
+
+
+def test_a_hand_edit_survives_live_updates_and_is_downloaded(page):
+    page.goto("/jobs/new/?template=pytorch-training-1gpu")
+    page.fill("input[name=data_path]", "/project/def-someuser/data")
+    page.fill("input[name=hours]", "12")
+    page.fill("input[name=dataset_gb]", "50")
+    page.wait_for_selector('[data-placement="node_local"]')
+    page.fill("#script-text", "#!/bin/bash\necho edited by hand\n")
+    page.fill("input[name=dataset_gb]", "500")
+    page.wait_for_selector('[data-placement="shared"]')
+    assert page.input_value("#script-text") == "#!/bin/bash\necho edited by hand\n"
+    assert page.is_visible("#edited-notice")
+    with page.expect_download() as download:
+        page.click("button[name=download]")
+    assert download.value.suggested_filename == "train.sbatch"
+    assert Path(download.value.path()).read_text() == "#!/bin/bash\necho edited by hand\n"

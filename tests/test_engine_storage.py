@@ -115,7 +115,7 @@ def test_per_job_storage_needs_copy_back_but_no_cleanup():
 
 def test_shared_local_scratch_is_cleaned_up_and_results_copied_to_project():
     rec = advise("processing", dataset_gb=50)
-    assert rec.storage.cleanup.command == 'rm -rf "$STAGE_DIR"'
+    assert rec.storage.cleanup.command == 'rm -rf "$WORK_DIR"'
     assert rec.storage.cleanup.source == sources.PROCESSING_CLEANUP
     assert rec.storage.copy_back.source == sources.PROCESSING_CLEANUP
     assert rec.storage.results_tier.name == "Project data folders"

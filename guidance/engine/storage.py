@@ -17,6 +17,7 @@ from guidance.engine.types import (
 # Every generated script defines these: where the data is, where it is staged, where results go.
 DATA_SOURCE = '"$DATA_SOURCE"'
 STAGE_DIR = '"$STAGE_DIR"'
+WORK_DIR = '"$WORK_DIR"'  # the job's own folder on node-local storage, holding STAGE_DIR
 RESULTS_DIR = '"$RESULTS_DIR"'
 RESULTS_DEST = '"$RESULTS_DEST"'
 ON_EVERY_NODE = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 "
@@ -233,8 +234,8 @@ def _copy_back(stage: StorageTier | None, results: StorageTier | None) -> Step |
         source = sources.SINGLE_NODE_STAGING
     else:
         why = (
-            f"{stage.path} may be wiped without warning: keep results and checkpoints on "
-            f"{results.name} storage."
+            f"{stage.path} may be wiped without warning: keep results and checkpoints in "
+            f"{results.name}."
         )
         source = sources.PROCESSING_CLEANUP
     return Step(
@@ -250,7 +251,7 @@ def _cleanup(stage: StorageTier | None) -> Step | None:
         return None  # the scheduler removes a per-job directory itself
     return Step(
         "Remove the staged data when the job ends",
-        f"rm -rf {STAGE_DIR}",
+        f"rm -rf {WORK_DIR}",
         f"{stage.path} is shared by everybody's jobs on the node: clean up so it stays free.",
         sources.PROCESSING_CLEANUP,
     )

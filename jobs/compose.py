@@ -1,0 +1,122 @@
+"""From a filled-in composer form to the recommendation, the script and its salloc twin."""
+
+from dataclasses import dataclass
+
+from guidance import engine
+from guidance.engine import Placement, Recommendation
+from guidance.facts import cluster_facts
+from jobs.forms import ComposeForm
+from jobs.script import ScriptError, ScriptSpec, Stage, render
+
+INTERACTIVE_MINUTES = 60  # 002: try the program for an hour in salloc before batch runs
+
+
+@dataclass(frozen=True)
+class Composed:
+    recommendation: Recommendation
+    spec: ScriptSpec | None = None
+    script: str = ""
+
+    @property
+    def salloc(self) -> str:
+        return salloc_line(self.spec) if self.spec else ""
+
+
+def compose(form: ComposeForm) -> Composed | None:
+    """Fills `form` with every problem it finds; returns None when the form is not valid."""
+    if not form.is_valid():
+        return None
+    cluster = form.cleaned_data["cluster"]
+    rec = engine.recommend(form.job_spec(), cluster_facts(cluster))
+    form.add_engine_errors(rec.errors)
+    if not rec.ok:
+        return None
+    if rec.guidance_only:
+        return Composed(rec)
+    spec = script_spec(form.cleaned_data, rec)
+    try:
+        return Composed(rec, spec, render(spec))
+    except ScriptError as error:
+        form.add_error(error.field if error.field in form.fields else None, str(error))
+        return None
+
+
+def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
+    storage, choice, resources = rec.storage, rec.choice, rec.resources
+    chain = rec.chain
+    if chain:
+        array = chain.array
+    elif rec.spec.similar_runs > 1:
+        array = f"1-{rec.spec.similar_runs}"
+    else:
+        array = ""
+    staged = storage.placement != Placement.SHARED and storage.tier is not None
+    return ScriptSpec(
+        cluster=rec.cluster.name,
+        job_name=data["job_name"],
+        account=data.get("account", ""),
+        partition=choice.partition.slurm_partition,
+        gpu_type=choice.gpu_type.name,
+        gpus_per_node=resources.gpus_per_node.value,
+        nodes=resources.nodes.value,
+        tasks_per_node=resources.tasks_per_node.value,
+        cpus_per_task=resources.cpus_per_task.value,
+        mem=resources.mem,
+        time=resources.time,
+        array=array,
+        chain=chain is not None,
+        checkpointing=rec.spec.checkpointing,
+        mail_user=data.get("mail_user", ""),
+        modules=tuple(data.get("modules", ())),
+        venv=data["environment_path"] if data.get("environment") == "venv" else "",
+        requirements=(
+            data["environment_path"] if data.get("environment") == "requirements" else ""
+        ),
+        placement=storage.placement if staged else Placement.SHARED,
+        stage_root=storage.tier.path if staged else "",
+        stage_per_job=storage.tier.per_job if staged else True,
+        data_source=data.get("data_path", ""),
+        results_dest=data["results_dir"],
+        command=data["command"],
+        staging=tuple(_stage(s) for s in storage.staging) if staged else (),
+        copy_back=_stage(storage.copy_back) if staged and storage.copy_back else None,
+        cleanup=_stage(storage.cleanup) if staged and storage.cleanup else None,
+        reasons=tuple(
+            f"{what}: {' '.join(reason.split())}"
+            for what, reason in [
+                ("Data", storage.reason),
+                ("GPU", choice.reason),
+                *([("Chain", chain.reason)] if chain else []),
+            ]
+        ),
+    )
+
+
+def _stage(step: engine.types.Step) -> Stage:
+    return Stage(f"{step.action}. {' '.join(step.reason.split())}", step.command)
+
+
+def salloc_line(spec: ScriptSpec) -> str:
+    """The interactive allocation with the batch job's resources, for an hour at most (002)."""
+    days, hours, minutes = _time_parts(spec.time)
+    minutes = min(days * 1440 + hours * 60 + minutes, INTERACTIVE_MINUTES)
+    parts = ["salloc"]
+    if spec.account:
+        parts.append(f"--account={spec.account}")
+    if spec.partition:
+        parts.append(f"--partition={spec.partition}")
+    parts += [
+        f"--nodes={spec.nodes}",
+        f"--ntasks-per-node={spec.tasks_per_node}",
+        f"--gres=gpu:{spec.gpu_type}:{spec.gpus_per_node}",
+        f"--cpus-per-task={spec.cpus_per_task}",
+        f"--mem={spec.mem}",
+        f"--time={minutes // 60}:{minutes % 60:02d}:00",
+    ]
+    return " ".join(parts)
+
+
+def _time_parts(time: str) -> tuple[int, int, int]:
+    days, clock = time.split("-")
+    hours, minutes, _ = clock.split(":")
+    return int(days), int(hours), int(minutes)

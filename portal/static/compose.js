@@ -1,0 +1,19 @@
+// The composer's script editor. Live updates (htmx) bring a fresh script in #fresh-script; it
+// replaces the editor's text unless the user has edited that text by hand. Deciding at swap time,
+// not at request time, means a response already on its way cannot overwrite an edit.
+document.addEventListener("htmx:afterSwap", () => {
+  const fresh = document.getElementById("fresh-script");
+  const editor = document.getElementById("script-editor");
+  const text = document.getElementById("script-text");
+  if (!fresh || !editor || !text) return;
+  const script = fresh.content.textContent;
+  if (text.dataset.edited === "true") return;
+  text.value = script;
+  editor.hidden = script === "";
+});
+
+document.addEventListener("input", (event) => {
+  if (event.target.id !== "script-text") return;
+  event.target.dataset.edited = "true";
+  document.getElementById("edited-notice").hidden = false;
+});

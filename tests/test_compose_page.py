@@ -1,0 +1,148 @@
+"""The composer page: live advice and script, download, save, templates and who sees what."""
+
+import pytest
+from django.test import Client
+
+from jobs.models import Composition
+
+GOOD = {
+    "cluster": "narval",
+    "job_name": "resnet",
+    "account": "def-someuser",
+    "workload": "training",
+    "dataset_gb": "50",
+    "file_count": "",
+    "data_location": "project",
+    "data_path": "/project/def-someuser/data",
+    "gpu_type": "",
+    "gpu_count": "1",
+    "gpu_mem_gb": "",
+    "hours": "12",
+    "nodes": "1",
+    "similar_runs": "1",
+    "modules": "python/3.11 cuda",
+    "environment": "none",
+    "environment_path": "",
+    "command": 'python train.py --data "$STAGE_DIR"',
+    "results_dir": "$HOME/results",
+    "mail_user": "",
+}
+
+
+def test_it_requires_login(client, seeded):
+    assert client.get("/jobs/new/").status_code == 302
+
+
+def test_a_new_job_offers_the_site_templates(user_client, seeded):
+    page = user_client.get("/jobs/new/").content.decode()
+    assert "PyTorch training, one GPU" in page
+    assert "Inference" in page
+
+
+def test_a_template_fills_the_form(user_client, seeded):
+    page = user_client.get("/jobs/new/?template=inference").content.decode()
+    assert 'value="infer"' in page
+    assert "predict.py" in page
+
+
+def test_an_unknown_template_is_404(user_client, seeded):
+    assert user_client.get("/jobs/new/?template=nosuch").status_code == 404
+
+
+def test_the_page_shows_advice_and_script(user_client, seeded):
+    page = user_client.get("/jobs/new/", GOOD).content.decode()
+    assert 'data-placement="node_local"' in page
+    assert "#SBATCH --gres=gpu:a100:1" in page
+    assert "salloc --account=def-someuser" in page
+
+
+def test_htmx_gets_the_panel_only(user_client, seeded):
+    response = user_client.get("/jobs/new/", GOOD, headers={"HX-Request": "true"})
+    page = response.content.decode()
+    assert page.lstrip().startswith('<section id="panel"')
+    assert "#SBATCH --job-name=resnet" in page
+
+
+def test_download_has_the_jobs_name_and_a_script_type(user_client, seeded):
+    response = user_client.post("/jobs/new/", GOOD | {"download": "1"})
+    assert response["Content-Type"] == "text/x-shellscript; charset=utf-8"
+    assert response["Content-Disposition"] == 'attachment; filename="resnet.sbatch"'
+    assert response.content.decode().startswith("#!/bin/bash\n")
+
+
+def test_an_edited_script_is_what_is_downloaded_and_saved(user_client, user, seeded):
+    edited = "#!/bin/bash\n#SBATCH --time=1:00:00\necho mine\n"
+    response = user_client.post("/jobs/new/", GOOD | {"download": "1", "script_text": edited})
+    assert response.content.decode() == edited
+    response = user_client.post("/jobs/new/", GOOD | {"save": "1", "script_text": edited})
+    saved = Composition.objects.get(owner=user)
+    assert saved.script == edited and saved.edited
+    assert "edited by hand" in user_client.get(response["Location"]).content.decode()
+
+
+def test_saving_keeps_the_form_values_to_start_again(user_client, user, seeded):
+    user_client.post("/jobs/new/", GOOD | {"save": "1", "composition_name": "My run"})
+    saved = Composition.objects.get(owner=user, name="My run")
+    assert not saved.edited
+    assert "#SBATCH --job-name=resnet" in saved.script
+    page = user_client.get(f"/jobs/new/?from={saved.pk}").content.decode()
+    assert 'value="resnet"' in page
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"job_name": "my job; rm -rf ~"}, "job_name", "no spaces"),
+        ({"dataset_gb": "-1"}, "dataset_gb", "The dataset size cannot be negative."),
+        ({"hours": "0"}, "hours", "more than zero hours"),
+        ({"gpu_type": "h100"}, "gpu_type", "Narval has no GPU type"),
+        ({"modules": "cuda $(id)"}, "modules", "Not a module name: $(id)"),
+        ({"command": ""}, "command", "This field is required."),
+        ({"environment": "venv"}, "environment_path", "Enter the path of the virtualenv"),
+        ({"data_path": ""}, "data_path", "Enter the data path"),
+        ({"mail_user": "not an address"}, "mail_user", "Enter a valid email address."),
+    ],
+)
+def test_bad_input_gets_a_message_and_keeps_everything(
+    user_client, seeded, changes, field, message
+):
+    data = GOOD | changes
+    response = user_client.post("/jobs/new/", data | {"save": "1"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert message in page
+    assert f'href="#field-{field}"' in page
+    assert 'value="/project/def-someuser/data"' in page or field == "data_path"
+    assert Composition.objects.count() == 0
+
+
+def test_the_dgx_cluster_gets_advice_but_no_script(user_client, seeded):
+    page = user_client.get("/jobs/new/", GOOD | {"cluster": "dgx"}).content.decode()
+    assert "this is advice only, no job script is made" in page
+    assert "#SBATCH" not in page
+
+
+def test_another_user_cannot_see_use_or_change_a_composition(
+    user_client, user, seeded, django_user_model
+):
+    user_client.post("/jobs/new/", GOOD | {"save": "1"})
+    saved = Composition.objects.get(owner=user)
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("bob", password="x"))
+    assert client.get(f"/jobs/compositions/{saved.pk}/").status_code == 404
+    assert client.get(f"/jobs/compositions/{saved.pk}/?download=1").status_code == 404
+    assert client.get(f"/jobs/new/?from={saved.pk}").status_code == 404
+    assert client.post(f"/jobs/compositions/{saved.pk}/update/", {"delete": "1"}).status_code == 404
+    assert "resnet" not in client.get("/jobs/compositions/").content.decode()
+    assert Composition.objects.filter(pk=saved.pk).exists()
+
+
+def test_a_user_template_is_offered_and_can_be_deleted(user_client, user, seeded):
+    user_client.post("/jobs/new/", GOOD | {"save": "1", "composition_name": "Base"})
+    saved = Composition.objects.get(owner=user)
+    user_client.post(f"/jobs/compositions/{saved.pk}/update/", {"is_template": "on"})
+    assert f'href="?from={saved.pk}"' in user_client.get("/jobs/new/").content.decode()
+    download = user_client.get(f"/jobs/compositions/{saved.pk}/?download=1")
+    assert download["Content-Disposition"] == 'attachment; filename="resnet.sbatch"'
+    user_client.post(f"/jobs/compositions/{saved.pk}/update/", {"delete": "1"})
+    assert not Composition.objects.filter(pk=saved.pk).exists()
