@@ -65,8 +65,11 @@ def compose(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Saved “{composition.name}”.")
         return redirect(composition)
 
+    warnings = composed.recommendation.warnings if composed else ()
     ctx = {
         "form": form,
+        # Warnings about one field also show beside it (and update there through htmx).
+        "field_warnings": {name: [w for w in warnings if w.field == name] for name in form.fields},
         "composed": composed,
         "rec": composed.recommendation if composed else None,
         "script_text": script_text,

@@ -146,3 +146,19 @@ def test_a_user_template_is_offered_and_can_be_deleted(user_client, user, seeded
     assert download["Content-Disposition"] == 'attachment; filename="resnet.sbatch"'
     user_client.post(f"/jobs/compositions/{saved.pk}/update/", {"delete": "1"})
     assert not Composition.objects.filter(pk=saved.pk).exists()
+
+
+def test_a_warning_about_a_field_shows_beside_it(user_client, seeded):
+    page = user_client.get("/jobs/new/", GOOD | {"gpu_count": "4"}).content.decode()
+    beside = page.split('id="warnings-gpu_count"')[1].split("</ul>")[0]
+    assert 'data-code="one_gpu_unless_multi"' in beside
+    assert "hx-swap-oob" not in page  # a full page has nothing out of band
+
+
+def test_htmx_updates_the_warnings_beside_the_fields_out_of_band(user_client, seeded):
+    headers = {"HX-Request": "true"}
+    page = user_client.get("/jobs/new/", GOOD | {"gpu_count": "4"}, headers=headers)
+    page = page.content.decode()
+    assert '<ul class="field-warnings" id="warnings-gpu_count" hx-swap-oob="true">' in page
+    quiet = user_client.get("/jobs/new/", GOOD, headers=headers).content.decode()
+    assert '<ul class="field-warnings" id="warnings-gpu_count" hx-swap-oob="true"></ul>' in quiet

@@ -14,5 +14,10 @@ def as_markdown(text: str) -> SafeString:
 
 
 @register.filter
+def get_item(mapping: dict, key: str):
+    return mapping.get(key, ())
+
+
+@register.filter
 def hours(value: float) -> str:
     return describe_hours(value)
