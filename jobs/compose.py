@@ -6,7 +6,7 @@ from guidance import engine
 from guidance.engine import Placement, Recommendation
 from guidance.facts import cluster_facts
 from jobs.forms import ComposeForm
-from jobs.script import ScriptError, ScriptSpec, Stage, render
+from jobs.script import ScriptError, ScriptSpec, Stage, render, resource_options
 
 INTERACTIVE_MINUTES = 60  # 002: try the program for an hour in salloc before batch runs
 
@@ -100,20 +100,7 @@ def salloc_line(spec: ScriptSpec) -> str:
     """The interactive allocation with the batch job's resources, for an hour at most (002)."""
     days, hours, minutes = _time_parts(spec.time)
     minutes = min(days * 1440 + hours * 60 + minutes, INTERACTIVE_MINUTES)
-    parts = ["salloc"]
-    if spec.account:
-        parts.append(f"--account={spec.account}")
-    if spec.partition:
-        parts.append(f"--partition={spec.partition}")
-    parts += [
-        f"--nodes={spec.nodes}",
-        f"--ntasks-per-node={spec.tasks_per_node}",
-        f"--gres=gpu:{spec.gpu_type}:{spec.gpus_per_node}",
-        f"--cpus-per-task={spec.cpus_per_task}",
-        f"--mem={spec.mem}",
-        f"--time={minutes // 60}:{minutes % 60:02d}:00",
-    ]
-    return " ".join(parts)
+    return " ".join(["salloc", *resource_options(spec, f"{minutes // 60}:{minutes % 60:02d}:00")])
 
 
 def _time_parts(time: str) -> tuple[int, int, int]:

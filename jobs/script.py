@@ -146,6 +146,22 @@ def render(spec: ScriptSpec) -> str:
     return "\n".join(_header(spec) + _body(spec)) + "\n"
 
 
+def resource_options(spec: ScriptSpec, time: str) -> list[str]:
+    """What the job asks Slurm for: the same for sbatch and for salloc."""
+    options = [f"--account={spec.account}"] if spec.account else []
+    if spec.partition:
+        options.append(f"--partition={spec.partition}")
+    return [
+        *options,
+        f"--nodes={spec.nodes}",
+        f"--ntasks-per-node={spec.tasks_per_node}",
+        f"--gres=gpu:{spec.gpu_type}:{spec.gpus_per_node}",
+        f"--cpus-per-task={spec.cpus_per_task}",
+        f"--mem={spec.mem}",
+        f"--time={time}",
+    ]
+
+
 def _header(spec: ScriptSpec) -> list[str]:
     out = "%A_%a" if spec.array else "%j"
     lines = [
@@ -155,18 +171,7 @@ def _header(spec: ScriptSpec) -> list[str]:
         "# before `sbatch` (the portal does this when it submits the job).",
         *(line for reason in spec.reasons for line in _comment(reason)),
         f"#SBATCH --job-name={spec.job_name}",
-    ]
-    if spec.account:
-        lines.append(f"#SBATCH --account={spec.account}")
-    if spec.partition:
-        lines.append(f"#SBATCH --partition={spec.partition}")
-    lines += [
-        f"#SBATCH --nodes={spec.nodes}",
-        f"#SBATCH --ntasks-per-node={spec.tasks_per_node}",
-        f"#SBATCH --gres=gpu:{spec.gpu_type}:{spec.gpus_per_node}",
-        f"#SBATCH --cpus-per-task={spec.cpus_per_task}",
-        f"#SBATCH --mem={spec.mem}",
-        f"#SBATCH --time={spec.time}",
+        *(f"#SBATCH {option}" for option in resource_options(spec, spec.time)),
         f"#SBATCH --output={spec.job_dir}/slurm-{out}.out",
         f"#SBATCH --error={spec.job_dir}/slurm-{out}.err",
     ]
