@@ -1,0 +1,94 @@
+"""The dev cluster (docker/devcluster/devcluster) as a pytest fixture: a real Slurm over ssh.
+
+Tests that need it take the session-scoped `devcluster` fixture (tests/conftest.py imports it).
+The first use in a session runs `devcluster up` (about 3 s when the packages are installed, 20 s
+when it has to install them); the cluster is left running for the next session.
+"""
+
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.services import service_missing
+
+DEVCLUSTER = Path(__file__).resolve().parent.parent / "docker" / "devcluster" / "devcluster"
+
+
+@dataclass(frozen=True)
+class DevCluster:
+    """What `devcluster env` prints, plus a known_hosts file that pins the host key."""
+
+    host: str
+    port: int
+    user: str
+    key: Path
+    host_key: str  # "ssh-ed25519 AAAA..."
+    name: str  # the Slurm cluster's name
+    known_hosts: Path
+
+    def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        """Runs a shell command as the test user with OpenSSH (about 0.3 s a call)."""
+        argv = ["ssh", "-i", str(self.key), "-p", str(self.port)]
+        for option in (
+            "BatchMode=yes",
+            "IdentitiesOnly=yes",
+            "StrictHostKeyChecking=yes",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "LogLevel=ERROR",
+        ):
+            argv += ["-o", option]
+        return subprocess.run(
+            [*argv, f"{self.user}@{self.host}", command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+def read_env(text: str) -> dict[str, str]:
+    values = {}
+    for line in text.splitlines():
+        if line.strip():
+            [word] = shlex.split(line)
+            key, _, value = word.partition("=")
+            values[key] = value
+    return values
+
+
+@pytest.fixture(scope="session")
+def devcluster(tmp_path_factory) -> DevCluster:
+    if os.geteuid() != 0:
+        service_missing("the dev cluster needs root (it installs packages and starts daemons)")
+    if shutil.which("apt-get") is None:
+        service_missing("the dev cluster needs Debian's apt-get")
+    up = subprocess.run(
+        [str(DEVCLUSTER), "up"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
+    if up.returncode != 0:
+        pytest.fail(f"devcluster up failed:\n{up.stdout}{up.stderr}")
+    env = subprocess.run(
+        [str(DEVCLUSTER), "env"], capture_output=True, text=True, check=True, timeout=30
+    )
+    values = read_env(env.stdout)
+    host, port = values["DEVCLUSTER_HOST"], int(values["DEVCLUSTER_PORT"])
+    known_hosts = tmp_path_factory.mktemp("devcluster") / "known_hosts"
+    known_hosts.write_text(f"[{host}]:{port} {values['DEVCLUSTER_HOST_KEY']}\n")
+    return DevCluster(
+        host=host,
+        port=port,
+        user=values["DEVCLUSTER_USER"],
+        key=Path(values["DEVCLUSTER_KEY"]),
+        host_key=values["DEVCLUSTER_HOST_KEY"],
+        name=values["DEVCLUSTER_NAME"],
+        known_hosts=known_hosts,
+    )
