@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 # A Python >= 3.12 for the venv: `make PYTHON=/usr/bin/python3.12 run`, or found by
 # scripts/find-python inside the recipe that creates the venv, so that no other target needs one.
 PYTHON ?=
+# make run DEVCLUSTER=0 skips the local Slurm cluster (docker/devcluster).
+DEVCLUSTER ?= 1
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --quiet
 
 .PHONY: venv dev run test lint format clean
@@ -35,6 +37,11 @@ run: venv
 	$(BIN)/python manage.py seed_guidance && \
 	$(BIN)/python manage.py seed_templates && \
 	$(BIN)/python manage.py ensure_admin && \
+	if [ "$(DEVCLUSTER)" != 0 ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		docker/devcluster/devcluster up && $(BIN)/python manage.py register_devcluster; \
+	else \
+		echo "The local Slurm cluster needs root and apt (or was turned off with DEVCLUSTER=0)."; \
+	fi && \
 	exec $(BIN)/python manage.py serve
 
 # The tests import the settings, which need SECRET_KEY unless DEBUG is true.

@@ -42,6 +42,7 @@ def main() -> None:
         DJANGO_SETTINGS_MODULE="portal.settings",
         DEBUG="false",
         SECRET_KEY="bench-only-secret-key-not-for-production-0123456789",
+        PORTAL_ENCRYPTION_KEY="YmVuY2gtb25seS1rZXktbm90LXByb2R1Y3Rpb24hIQ==",
         PORTAL_VAR_DIR=var,
         DATABASE_URL=f"sqlite:///{var}/db.sqlite3",
         ALLOWED_HOSTS="testserver",

@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from guidance import models
@@ -41,12 +43,25 @@ class ClusterAdmin(SimpleHistoryAdmin):
     list_display = ["name", "slug", "scheduler", "login_host"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["host_key_fingerprint", "host_key_link"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "scheduler", "description"]}),
-        ("Login", {"fields": ["login_host", "login_port"]}),
+        (
+            "Login",
+            {"fields": ["login_host", "login_port", "host_key_fingerprint", "host_key_link"]},
+        ),
         SOURCE_FIELDS,
     ]
     inlines = [PolicyInline, GpuTypeInline, PartitionInline, StorageTierInline]
+
+    @admin.display(description="Host key")
+    def host_key_link(self, obj: models.Cluster) -> str:
+        if not obj.pk:
+            return "Save the cluster first."
+        return format_html(
+            '<a href="{}">Fetch the login host\'s key to check and pin it</a>',
+            reverse("cluster_host_key", args=[obj.pk]),
+        )
 
 
 @admin.register(models.GpuType)

@@ -42,6 +42,11 @@ class Cluster(Sourced):
     login_port = models.PositiveIntegerField(
         default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)]
     )
+    # The login host's public key as an admin confirmed it: the portal refuses any other.
+    host_key = models.TextField(
+        blank=True, help_text="The pinned host key line, e.g. 'ssh-ed25519 AAAA...'."
+    )
+    host_key_fingerprint = models.CharField(max_length=100, blank=True)
     description = models.TextField(blank=True, help_text="Markdown.")
     history = HistoricalRecords()
 
@@ -57,6 +62,10 @@ class Cluster(Sourced):
     @property
     def takes_scripts(self) -> bool:
         return self.scheduler == Scheduler.SLURM
+
+    @property
+    def accepts_logins(self) -> bool:
+        return bool(self.takes_scripts and self.login_host and self.host_key)
 
 
 class GpuType(Sourced):

@@ -1,8 +1,12 @@
 """What users keep: compositions (a form's values and the script text), and admins' templates."""
 
+import uuid
+
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 
@@ -49,3 +53,154 @@ class Composition(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("jobs:composition", args=[self.pk])
+
+
+class ClusterAccount(models.Model):
+    """A user's login on a cluster, with the key pair the portal made for it."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cluster_accounts"
+    )
+    cluster = models.ForeignKey("guidance.Cluster", on_delete=models.CASCADE)
+    username = models.CharField(
+        max_length=32, validators=[RegexValidator(r"\A[a-z_][a-z0-9_.-]{0,31}\Z")]
+    )
+    public_key = models.TextField()
+    # Fernet-encrypted (jobs.keys): never shown, never logged.
+    private_key_encrypted = models.TextField()
+    tested_at = models.DateTimeField(null=True, blank=True)
+    test_result = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "cluster"], name="one_account_per_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.username}@{self.cluster.slug}"
+
+
+class JobState(models.TextChoices):
+    SUBMITTING = "SUBMITTING", "Submitting"
+    SUBMIT_FAILED = "SUBMIT_FAILED", "Not submitted"
+    PENDING = "PENDING", "Pending"
+    RUNNING = "RUNNING", "Running"
+    COMPLETING = "COMPLETING", "Completing"
+    COMPLETED = "COMPLETED", "Completed"
+    FAILED = "FAILED", "Failed"
+    TIMEOUT = "TIMEOUT", "Timed out"
+    CANCELLED = "CANCELLED", "Cancelled"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY", "Out of memory"
+    NODE_FAIL = "NODE_FAIL", "Node failed"
+    PREEMPTED = "PREEMPTED", "Preempted"
+
+    @classmethod
+    def final(cls) -> set[str]:
+        return {
+            cls.SUBMIT_FAILED, cls.COMPLETED, cls.FAILED, cls.TIMEOUT, cls.CANCELLED,
+            cls.OUT_OF_MEMORY, cls.NODE_FAIL, cls.PREEMPTED,
+        }  # fmt: skip
+
+    @classmethod
+    def active(cls) -> set[str]:
+        return {cls.PENDING, cls.RUNNING, cls.COMPLETING}
+
+
+class Job(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs"
+    )
+    account = models.ForeignKey(ClusterAccount, on_delete=models.PROTECT, related_name="jobs")
+    composition = models.ForeignKey(
+        Composition, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    name = models.CharField(max_length=64)
+    script = models.TextField()
+    # Written into --comment, so that a retried submission finds the job it already made.
+    tag = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slurm_id = models.CharField(max_length=32, blank=True, db_index=True)
+    state = models.CharField(max_length=20, choices=JobState, default=JobState.SUBMITTING)
+    reason = models.CharField(max_length=200, blank=True)
+    message = models.TextField(blank=True, help_text="What the cluster said, for the user.")
+    exit_code = models.IntegerField(null=True, blank=True)
+    signal = models.IntegerField(null=True, blank=True)
+    nodes = models.CharField(max_length=200, blank=True)
+    elapsed = models.CharField(max_length=32, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    submitted = models.DateTimeField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    ended = models.DateTimeField(null=True, blank=True)
+    polled = models.DateTimeField(null=True, blank=True, help_text="Last good poll.")
+    stale = models.BooleanField(default=False, help_text="The last poll could not reach it.")
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slurm_id or 'not submitted'})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("jobs:job", args=[self.pk])
+
+    @property
+    def job_dir(self) -> str:
+        return f"portal-jobs/{self.name}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in JobState.final()
+
+    def record(self, state: str, detail: str = "") -> None:
+        """Moves to `state`, keeping an event when it changes; the caller saves."""
+        if state != self.state or detail:
+            self.events.create(state=state, detail=detail)
+        self.state = state
+
+    def submitted_as(self, slurm_id: str) -> None:
+        self.slurm_id = slurm_id
+        self.submitted = timezone.now()
+        self.message = ""
+        self.record(JobState.PENDING, f"Submitted as Slurm job {slurm_id}.")
+        self.save()
+
+    def submission_failed(self, message: str) -> None:
+        self.message = message
+        self.record(JobState.SUBMIT_FAILED, message)
+        self.save()
+
+    def retry_submission(self) -> None:
+        self.message = ""
+        self.record(JobState.SUBMITTING, "Submitting again.")
+        self.save()
+
+
+class JobTask(models.Model):
+    """One task of an array or chain, as Slurm reports it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    task_id = models.CharField(max_length=32)
+    slurm_id = models.CharField(max_length=32)
+    state = models.CharField(max_length=20, choices=JobState)
+    exit_code = models.IntegerField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    ended = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "slurm_id"]
+        constraints = [models.UniqueConstraint(fields=["job", "task_id"], name="one_row_per_task")]
+
+    def __str__(self) -> str:
+        return self.slurm_id
+
+
+class JobEvent(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True)
+    state = models.CharField(max_length=20, choices=JobState)
+    detail = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.state}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import check_views, views
+from jobs import account_views, check_views, job_views, views
 
 app_name = "jobs"
 
@@ -10,4 +10,12 @@ urlpatterns = [
     path("compositions/", views.compositions, name="compositions"),
     path("compositions/<int:pk>/", views.composition, name="composition"),
     path("compositions/<int:pk>/update/", views.composition_update, name="composition_update"),
+    path("", job_views.jobs, name="jobs"),
+    path("<int:pk>/", job_views.job, name="job"),
+    path("<int:pk>/cancel/", job_views.job_cancel, name="job_cancel"),
+    path("<int:pk>/retry/", job_views.job_retry, name="job_retry"),
+    path("<int:pk>/output/", job_views.job_output, name="job_output"),
+    path("logins/", account_views.accounts, name="accounts"),
+    path("logins/<slug:slug>/key/", account_views.account_create, name="account_create"),
+    path("logins/<int:pk>/test/", account_views.account_test, name="account_test"),
 ]

@@ -4,8 +4,10 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from guidance.models import Cluster
 from jobs.compose import compose as compose_script
 from jobs.forms import ComposeForm
+from jobs.job_views import start_submission
 from jobs.models import Composition, SiteTemplate
 
 SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
@@ -54,7 +56,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         text = script_text or composed.script
         if "download" in data:
             return _download(form.cleaned_data["job_name"], text)
-    if request.method == "POST" and composed and composed.script and "save" in data:
+    if request.method == "POST" and composed and composed.script and {"save", "submit"} & set(data):
         composition = Composition.objects.create(
             owner=request.user,
             name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
@@ -62,6 +64,8 @@ def compose(request: HttpRequest) -> HttpResponse:
             script=text.replace("\r\n", "\n"),
             edited=_edited(text, composed.script),
         )
+        if "submit" in data:
+            return start_submission(request, composition, form.cleaned_data["cluster"])
         messages.success(request, f"Saved “{composition.name}”.")
         return redirect(composition)
 
@@ -106,6 +110,12 @@ def composition(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_composition_for_user(request, pk)
+    if "submit" in request.POST:
+        cluster = Cluster.objects.filter(slug=obj.fields.get("cluster", "")).first()
+        if cluster is None:
+            messages.error(request, "This composition names no cluster the portal knows.")
+            return redirect(obj)
+        return start_submission(request, obj, cluster)
     if "delete" in request.POST:
         obj.delete()
         messages.success(request, f"Deleted “{obj.name}”.")

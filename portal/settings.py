@@ -5,7 +5,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import REQUIRED, env_bool, env_choice, env_list, env_str
+from portal.env import REQUIRED, env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -146,8 +146,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", None)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celery-beat-schedule")
-# Periodic tasks, filled in by the apps that need them.
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# How often the worker asks each cluster login with active jobs what became of them: one squeue
+# and one sacct per login, whatever the number of jobs or of people watching.
+POLL_SECONDS = env_int("POLL_SECONDS", 10)
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {
+    "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
+}
 
 LOG_LEVEL = env_choice("LOG_LEVEL", ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], "INFO")
 LOGGING = {
@@ -164,3 +168,32 @@ LOGGING = {
     # without this override every Django message would be printed twice.
     "loggers": {"django": {"handlers": [], "level": LOG_LEVEL, "propagate": True}},
 }
+
+
+def _portal_encryption_key() -> str:
+    # Encrypts users' SSH private keys at rest (jobs/keys.py). Losing or changing it makes every
+    # stored key unreadable. In DEBUG it is derived from SECRET_KEY, so development needs nothing.
+    import base64
+    import binascii
+    import hashlib
+
+    how = (
+        "Generate one with `python -c 'from cryptography.fernet import Fernet; "
+        "print(Fernet.generate_key().decode())'` and export PORTAL_ENCRYPTION_KEY=<that value>."
+    )
+    derived = base64.urlsafe_b64encode(
+        hashlib.sha256(f"portal-encryption-key:{SECRET_KEY}".encode()).digest()
+    ).decode()
+    key = env_str("PORTAL_ENCRYPTION_KEY", derived if DEBUG else REQUIRED, hint=how)
+    try:
+        valid = len(base64.urlsafe_b64decode(key.encode())) == 32
+    except (binascii.Error, ValueError):
+        valid = False
+    if not valid:
+        raise ImproperlyConfigured(
+            f"PORTAL_ENCRYPTION_KEY must be a Fernet key (32 url-safe base64 bytes). {how}"
+        )
+    return key
+
+
+PORTAL_ENCRYPTION_KEY = _portal_encryption_key()

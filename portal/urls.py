@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from jobs import admin_views
 from portal import token_views, views
 from portal.api import api
 
@@ -16,5 +17,6 @@ urlpatterns = [
     path("settings/tokens/", token_views.tokens, name="tokens"),
     path("settings/tokens/<int:pk>/revoke/", token_views.token_revoke, name="token_revoke"),
     path("api/v1/", api.urls),
+    path("admin/clusters/<int:pk>/host-key/", admin_views.host_key, name="cluster_host_key"),
     path("admin/", admin.site.urls),
 ]

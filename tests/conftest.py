@@ -3,6 +3,8 @@ import io
 import pytest
 from django.core.management import call_command
 
+from tests.devcluster import devcluster  # noqa: F401  (the local Slurm cluster, session-wide)
+
 
 @pytest.fixture
 def seeded(db):

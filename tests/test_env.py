@@ -117,7 +117,13 @@ def test_settings_load_in_debug_with_the_development_key(tmp_path) -> None:
 
 def test_settings_load_in_production_with_a_secret_key(tmp_path) -> None:
     code = SETUP + "print(settings.DEBUG, settings.SESSION_COOKIE_SECURE, settings.ALLOWED_HOSTS)"
-    env = portal_env(tmp_path, DEBUG="false", SECRET_KEY="s" * 50, ALLOWED_HOSTS="gpu.example.org")
+    env = portal_env(
+        tmp_path,
+        DEBUG="false",
+        SECRET_KEY="s" * 50,
+        PORTAL_ENCRYPTION_KEY="Y29sbGVjdHN0YXRpYy1vbmx5LW5vdC1yZWFsLWtleSE=",
+        ALLOWED_HOSTS="gpu.example.org",
+    )
     result = python(env, code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False True ['gpu.example.org']"

@@ -1,0 +1,42 @@
+"""Admin pages that talk to a cluster: pin its login host's key, import its partitions."""
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from guidance.models import Cluster
+from jobs.gateway import ClusterError, fetch_host_key
+
+
+@staff_member_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def host_key(request: HttpRequest, pk: int) -> HttpResponse:
+    """Shows the key the login host presents; pins it only when an admin confirms it."""
+    cluster = get_object_or_404(Cluster, pk=pk)
+    change_url = f"/admin/guidance/cluster/{cluster.pk}/change/"
+    if not cluster.login_host:
+        messages.error(request, "Set the cluster's login host first.")
+        return redirect(change_url)
+    try:
+        presented = fetch_host_key(cluster.login_host, cluster.login_port)
+    except ClusterError as error:
+        messages.error(request, f"Could not read the host key: {error.message}")
+        return redirect(change_url)
+    if request.method == "POST":
+        if request.POST.get("fingerprint") != presented.fingerprint:
+            messages.error(request, "The host key changed while you looked: check it again.")
+            return redirect(request.path)
+        cluster.host_key, cluster.host_key_fingerprint = presented.line, presented.fingerprint
+        cluster._change_reason = f"Host key pinned: {presented.fingerprint}"
+        cluster.save()
+        messages.success(request, f"Pinned {presented.fingerprint} for {cluster.login_host}.")
+        return redirect(change_url)
+    ctx = {
+        "cluster": cluster,
+        "presented": presented,
+        "same": presented.line.split()[:2] == cluster.host_key.split()[:2],
+        "title": f"Host key of {cluster.login_host}",
+    }
+    return render(request, "jobs/admin_host_key.html", ctx)

@@ -1,0 +1,128 @@
+"""Jobs: submit, list, follow, cancel and read output. Pages read the database only; the cluster
+is asked by Celery tasks, except for the output a user asks to see and a cancel."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST, require_safe
+from django_htmx.http import HttpResponseStopPolling
+
+from jobs import remote, tasks
+from jobs.gateway import ClusterError
+from jobs.models import ClusterAccount, Composition, Job, JobState
+
+PAGE_SIZE = 25
+
+
+def _get_job_for_user(request: HttpRequest, pk: int) -> Job:
+    # Someone else's job does not exist, as far as this user can tell.
+    return get_object_or_404(
+        Job.objects.select_related("account__cluster"), pk=pk, owner=request.user
+    )
+
+
+def start_submission(request: HttpRequest, composition: Composition, cluster) -> HttpResponse:
+    """Queues the composition's script for submission; the page follows it from there."""
+    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    if account is None:
+        messages.error(
+            request,
+            f"Set up your login on {cluster.name} first; your composition “{composition.name}” "
+            "is saved.",
+        )
+        return redirect("jobs:accounts")
+    job = Job.objects.create(
+        owner=request.user,
+        account=account,
+        composition=composition,
+        name=composition.fields.get("job_name") or "job",
+        script=composition.script,
+    )
+    job.events.create(state=job.state, detail="Queued for submission.")
+    transaction.on_commit(lambda: tasks.submit_job.delay(job.pk))
+    return redirect(job)
+
+
+@login_required
+@require_safe
+def jobs(request: HttpRequest) -> HttpResponse:
+    queryset = Job.objects.filter(owner=request.user).select_related("account__cluster")
+    state = request.GET.get("state", "")
+    cluster = request.GET.get("cluster", "")
+    if state in JobState.values:
+        queryset = queryset.filter(state=state)
+    if cluster:
+        queryset = queryset.filter(account__cluster__slug=cluster)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    ctx = {
+        "page": page,
+        "states": JobState.choices,
+        "state": state,
+        "cluster": cluster,
+        "clusters": ClusterAccount.objects.filter(owner=request.user).select_related("cluster"),
+        "watching": any(not job.is_final for job in page),
+    }
+    if request.htmx and not ctx["watching"]:
+        return HttpResponseStopPolling()
+    return render(request, "jobs/jobs.html#rows" if request.htmx else "jobs/jobs.html", ctx)
+
+
+@login_required
+@require_safe
+def job(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    ctx = {"job": obj, "events": obj.events.all(), "tasks": obj.tasks.all()}
+    if request.htmx:
+        response = render(request, "jobs/job.html#status", ctx)
+        # 286 swaps this last answer in and tells htmx to stop asking.
+        return response if not obj.is_final else _stop_polling(response)
+    return render(request, "jobs/job.html", ctx)
+
+
+def _stop_polling(response: HttpResponse) -> HttpResponse:
+    response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    if obj.is_final or not obj.slurm_id:
+        messages.info(request, "The job is not queued or running: there is nothing to cancel.")
+        return redirect(obj)
+    try:
+        remote.cancel(obj)
+    except (ClusterError, remote.Rejected) as error:
+        messages.error(request, f"Could not cancel: {error.message}")
+    else:
+        obj.events.create(state=obj.state, detail="Cancel requested.")
+        messages.success(request, "Cancel sent; the page shows when Slurm has stopped the job.")
+    return redirect(obj)
+
+
+@login_required
+@require_POST
+def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    if obj.state == JobState.SUBMIT_FAILED:
+        obj.retry_submission()
+        transaction.on_commit(lambda: tasks.submit_job.delay(obj.pk))
+    return redirect(obj)
+
+
+@login_required
+@require_safe
+def job_output(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    stream = "err" if request.GET.get("stream") == "err" else "out"
+    try:
+        text = remote.output_tail(obj, stream).decode(errors="replace") if obj.slurm_id else ""
+        error = ""
+    except ClusterError as failure:
+        text, error = "", failure.message
+    ctx = {"job": obj, "stream": stream, "text": text, "error": error, "cap": remote.OUTPUT_CAP}
+    return render(request, "jobs/job_output.html", ctx)

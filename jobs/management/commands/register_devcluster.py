@@ -1,0 +1,105 @@
+"""Registers the local Slurm cluster (docker/devcluster) as the cluster "local", and gives portal
+users a login on it: a key the portal makes, added to the lab user's authorized_keys."""
+
+import subprocess
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from guidance.models import Cluster, Policy, StorageTier
+from jobs import keys
+from jobs.gateway import ClusterError, fetch_host_key
+from jobs.importer import import_partitions
+from jobs.models import ClusterAccount
+from jobs.remote import login_for
+
+SCRIPT = Path(settings.BASE_DIR) / "docker" / "devcluster" / "devcluster"
+DESCRIPTION = (
+    "The portal's own Slurm cluster on this machine (docker/devcluster): three nodes with fake "
+    "typed GPUs, two partitions, accounting, and an sshd on 127.0.0.1. Jobs really run here."
+)
+
+
+def devcluster_env() -> dict[str, str]:
+    result = subprocess.run([str(SCRIPT), "env"], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise CommandError(f"The local cluster is not up: {result.stderr.strip()}")
+    pairs = (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    return {key: value.strip().strip("'\"") for key, value in pairs}
+
+
+class Command(BaseCommand):
+    help = "Register the local Slurm cluster as 'local' and give users a login on it."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("usernames", nargs="*", help="Portal users (default: superusers).")
+
+    def handle(self, *args, usernames: list[str], **options) -> None:
+        env = devcluster_env()
+        host, port = env["DEVCLUSTER_HOST"], int(env["DEVCLUSTER_PORT"])
+        try:
+            presented = fetch_host_key(host, port)
+        except ClusterError as error:
+            raise CommandError(error.message) from None
+        if presented.line.split()[:2] != env["DEVCLUSTER_HOST_KEY"].split()[:2]:
+            raise CommandError("The sshd on the local cluster presents another host key.")
+        cluster, _ = Cluster.objects.update_or_create(
+            slug="local",
+            defaults={
+                "name": "Local dev cluster",
+                "scheduler": "slurm",
+                "login_host": host,
+                "login_port": port,
+                "host_key": presented.line,
+                "host_key_fingerprint": presented.fingerprint,
+                "description": DESCRIPTION,
+            },
+        )
+        self._guidance(cluster)
+        users = get_user_model().objects.filter(
+            **({"username__in": usernames} if usernames else {"is_superuser": True})
+        )
+        accounts = [self._account(user, cluster, env) for user in users]
+        if accounts:
+            imported = import_partitions(cluster, login_for(accounts[0]))
+            names = ", ".join(p.name for p in imported)
+            self.stdout.write(f"Cluster 'local': partitions {names}.")
+        for account in accounts:
+            self.stdout.write(f"{account.owner} logs in as {account}.")
+
+    def _guidance(self, cluster: Cluster) -> None:
+        # Small nodes: 4 CPUs and 8000 MB for 2 GPUs each; no per-job local directory.
+        Policy.objects.get_or_create(
+            cluster=cluster,
+            defaults={"cpus_per_gpu": 2, "memory_per_gpu_mb": 2000, "note": DESCRIPTION},
+        )
+        StorageTier.objects.get_or_create(
+            cluster=cluster,
+            name="Node-local /tmp",
+            defaults={"kind": "node_local", "path": "/tmp", "persistent": False},
+        )
+        StorageTier.objects.get_or_create(
+            cluster=cluster,
+            name="Home",
+            defaults={"kind": "home", "path": "$HOME", "persistent": True},
+        )
+
+    def _account(self, user, cluster: Cluster, env: dict[str, str]) -> ClusterAccount:
+        account = ClusterAccount.objects.filter(owner=user, cluster=cluster).first()
+        if account is None:
+            pair = keys.generate_keypair()
+            account = ClusterAccount.objects.create(
+                owner=user,
+                cluster=cluster,
+                username=env["DEVCLUSTER_USER"],
+                public_key=pair.public_line,
+                private_key_encrypted=keys.encrypt(pair.private_pem),
+            )
+        authorized = Path(f"~{env['DEVCLUSTER_USER']}").expanduser() / ".ssh" / "authorized_keys"
+        line = keys.authorized_keys_line(account.public_key)
+        if line not in authorized.read_text():
+            with authorized.open("a") as out:
+                out.write(line + "\n")
+        return account

@@ -1,0 +1,138 @@
+"""What the portal does on a cluster. Every command goes through the gateway and every answer
+through the parsers in jobs.slurm; models come in, plain results go out, nothing is saved here."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from jobs import keys, slurm
+from jobs.gateway import ClusterError, ErrorKind, Login, gateway
+from jobs.models import ClusterAccount, Job
+
+TAG_PREFIX = "portal:"
+OUTPUT_CAP = 64 * 1024  # the tail of stdout or stderr a job page shows
+
+
+class Rejected(Exception):
+    """Slurm refused the job; `message` is what it said, word for word."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One poll of one login: what squeue and sacct said about its jobs."""
+
+    queue: list
+    accounting: list
+
+
+def login_for(account: ClusterAccount) -> Login:
+    cluster = account.cluster
+    return Login(
+        host=cluster.login_host,
+        port=cluster.login_port,
+        username=account.username,
+        private_key=keys.decrypt(account.private_key_encrypted),
+        host_key=cluster.host_key,
+    )
+
+
+def test_connection(account: ClusterAccount) -> str:
+    result = gateway.run(login_for(account), ["sbatch", "--version"])
+    if result.exit_status != 0:
+        raise ClusterError(
+            ErrorKind.PROTOCOL,
+            f"Logged in, but sbatch did not answer: {result.stderr.strip() or 'no message'}",
+            retryable=False,
+        )
+    return result.stdout.strip()
+
+
+def tag(job: Job) -> str:
+    return f"{TAG_PREFIX}{job.tag}"
+
+
+def script_path(job: Job) -> str:
+    return f"{job.job_dir}/{job.name}-{job.tag}.sbatch"
+
+
+def find_submitted(login: Login, job: Job) -> str:
+    """The Slurm id of a job this portal job already made, or "" (a retry must not submit twice)."""
+    result = gateway.run(login, slurm.squeue_argv(login.username))
+    for row in slurm.parse_squeue(result.stdout):
+        if row.comment == tag(job):
+            return str(row.array_job_id)
+    return ""
+
+
+def submit(job: Job) -> str:
+    """Submits the job's script unless it is already on the cluster; returns its Slurm id."""
+    login = login_for(job.account)
+    existing = find_submitted(login, job)
+    if existing:
+        return existing
+    gateway.mkdirs(login, job.job_dir)
+    path = script_path(job)
+    gateway.write_file(login, path, job.script.encode())
+    result = gateway.run(login, ["sbatch", "--parsable", f"--comment={tag(job)}", path])
+    if result.exit_status != 0:
+        raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
+    return str(slurm.parse_sbatch(result.stdout).job_id)
+
+
+def validate(job: Job) -> str:
+    """sbatch --test-only: Slurm's own verdict, with its estimated start time."""
+    login = login_for(job.account)
+    gateway.mkdirs(login, job.job_dir)
+    path = script_path(job)
+    gateway.write_file(login, path, job.script.encode())
+    result = gateway.run(login, ["sbatch", "--test-only", path])
+    # sbatch --test-only answers on stderr, whether it would run the job or not.
+    message = (result.stderr or result.stdout).strip()
+    if result.exit_status != 0:
+        raise Rejected(message)
+    return message
+
+
+def cancel(job: Job) -> None:
+    result = gateway.run(login_for(job.account), ["scancel", job.slurm_id])
+    if result.exit_status != 0:
+        raise Rejected(result.stderr.strip() or f"scancel exited with status {result.exit_status}")
+
+
+def poll(account: ClusterAccount, since: datetime) -> Snapshot:
+    """Two commands for all of a login's jobs, however many: squeue, then sacct."""
+    login = login_for(account)
+    queue = gateway.run(login, slurm.squeue_argv(login.username))
+    # sacct reads its window in the cluster's local time, which the portal does not know: a
+    # day's margin either side of UTC costs a few rows and loses none.
+    window = (since - timedelta(days=1)).astimezone(UTC).replace(tzinfo=None)
+    accounting = gateway.run(login, slurm.sacct_argv(login.username, window))
+    return Snapshot(slurm.parse_squeue(queue.stdout), slurm.parse_sacct(accounting.stdout))
+
+
+def output_tail(job: Job, stream: str) -> bytes:
+    """The end of the job's stdout or stderr ("out" or "err"), at most OUTPUT_CAP bytes."""
+    path = f"{job.job_dir}/slurm-{job.slurm_id}.{stream}"
+    return gateway.read_tail(login_for(job.account), path, OUTPUT_CAP)
+
+
+# What Slurm's terse refusals mean, in plain words; Slurm's own words always come first.
+EXPLANATIONS = {
+    "invalid partition": "The cluster has no partition of that name.",
+    "requested time limit is invalid": "The time asked for is over the partition's limit.",
+    "requested node configuration is not available": (
+        "No node of that partition has the GPUs, CPUs or memory asked for."
+    ),
+    "invalid account": "You may not bill that account: check the account name.",
+    "invalid generic resource": "The cluster has no GPUs of that type.",
+    "qosmaxsubmitjobperuserlimit": "You have as many jobs queued as the cluster allows.",
+}
+
+
+def explain(message: str) -> str:
+    lowered = message.casefold()
+    plain = next((text for key, text in EXPLANATIONS.items() if key in lowered), "")
+    return f"Slurm refused the job: {message}" + (f"\n{plain}" if plain else "")

@@ -1,0 +1,129 @@
+"""What a poll means for the portal's jobs: Slurm's rows matched to jobs, states and times saved.
+
+squeue knows what is queued or running (and the pending reason); sacct knows how a job ended
+(state, exit code and signal, elapsed time). A job with array tasks (a chain, or similar runs)
+keeps a row per task and takes its state from them.
+"""
+
+from datetime import datetime
+
+from django.utils import timezone
+
+from jobs.models import Job, JobState, JobTask
+from jobs.remote import Snapshot
+
+# The state that tells most about a whole array, given its tasks' states: any task still
+# running or waiting keeps the array so; then any failure shows, then success.
+ARRAY_PRECEDENCE = [
+    JobState.RUNNING,
+    JobState.COMPLETING,
+    JobState.PENDING,
+    JobState.FAILED,
+    JobState.OUT_OF_MEMORY,
+    JobState.TIMEOUT,
+    JobState.NODE_FAIL,
+    JobState.PREEMPTED,
+    JobState.CANCELLED,
+    JobState.COMPLETED,
+]
+
+
+def _state(slurm_state: str) -> str:
+    name = str(slurm_state).split()[0].upper()  # "CANCELLED by 1000"
+    return name if name in JobState.values else JobState.RUNNING if name else JobState.PENDING
+
+
+def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
+    now = timezone.now()
+    by_parent: dict[str, list] = {}
+    for row in snapshot.accounting:
+        task = row.job_id.array_task_id
+        by_parent.setdefault(str(row.job_id.job_id), []).append(("acct", task, row))
+    for row in snapshot.queue:
+        by_parent.setdefault(str(row.array_job_id), []).append(("queue", row.array_task_id, row))
+    for job in jobs:
+        rows = by_parent.get(job.slurm_id, [])
+        if rows:
+            _update(job, rows)
+        job.polled, job.stale = now, False
+        job.save()
+
+
+def _update(job: Job, rows: list) -> None:
+    # sacct has the last word on how a job ended; squeue on why it still waits.
+    tasks: dict[str, dict] = {}
+    for source, task, row in rows:
+        seen = tasks.setdefault("" if task is None else str(task), {})
+        seen[source] = row
+    for seen in tasks.values():
+        seen["state"] = _combined_state(seen.get("queue"), seen.get("acct"))
+    if len(tasks) == 1 and "" in tasks:
+        _take(job, tasks[""])
+        return
+    states = []
+    for task_id, seen in sorted(tasks.items(), key=lambda kv: _task_order(kv[0])):
+        if not task_id:
+            continue
+        acct = seen.get("acct")
+        JobTask.objects.update_or_create(
+            job=job,
+            task_id=task_id,
+            defaults={
+                "slurm_id": f"{job.slurm_id}_{task_id}",
+                "state": seen["state"],
+                "exit_code": acct.exit_code.code if acct and acct.exit_code else None,
+                "started": _aware(acct.start) if acct else None,
+                "ended": _aware(acct.end) if acct else None,
+            },
+        )
+        states.append(seen["state"])
+    waiting = "" in tasks  # the array's not-yet-started tasks show as one pending row
+    if waiting:
+        states.append(JobState.PENDING)
+    state = next((s for s in ARRAY_PRECEDENCE if s in states), JobState.PENDING)
+    reason = tasks[""]["queue"].reason if waiting and "queue" in tasks[""] else ""
+    _move(job, state, reason)
+    if state in JobState.final():
+        job.exit_code = max((t.exit_code or 0 for t in job.tasks.all()), default=0)
+        job.ended = max((t.ended for t in job.tasks.all() if t.ended), default=None)
+    job.started = job.started or min(
+        (t.started for t in job.tasks.all() if t.started), default=None
+    )
+
+
+def _combined_state(queue, acct) -> str:
+    if acct is not None:
+        return _state(acct.state)
+    state = _state(queue.state)
+    # squeue lists a job that just ended, without its exit code: wait for sacct's word.
+    return JobState.COMPLETING if state in JobState.final() else state
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    # Slurm prints the cluster's local time without a zone: read it in the portal's TIME_ZONE.
+    return timezone.make_aware(moment) if moment is not None else None
+
+
+def _task_order(task_id: str) -> tuple[int, str]:
+    return (int(task_id), task_id) if task_id.isdigit() else (0, task_id)
+
+
+def _take(job: Job, seen: dict) -> None:
+    queue, acct = seen.get("queue"), seen.get("acct")
+    _move(job, seen["state"], queue.reason if queue else "")
+    if acct:
+        if acct.exit_code:
+            job.exit_code, job.signal = acct.exit_code.code, acct.exit_code.signal
+        job.elapsed = str(acct.elapsed) if acct.elapsed is not None else ""
+        job.started = _aware(acct.start) or job.started
+        job.ended = _aware(acct.end)
+        job.nodes = ",".join(acct.nodes) or job.nodes
+    if queue and queue.nodes:
+        job.nodes = ",".join(queue.nodes)
+
+
+def _move(job: Job, state: str, reason: str) -> None:
+    reason = "" if reason in ("None", "(null)") else reason
+    if state != job.state:
+        job.record(state, reason)
+    job.reason = reason if state == JobState.PENDING else ""

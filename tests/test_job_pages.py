@@ -1,0 +1,103 @@
+"""Job pages read the database only: who sees what, filters, and when live updates stop."""
+
+import pytest
+from django.test import Client
+
+from guidance.models import Cluster
+from jobs import keys
+from jobs.models import ClusterAccount, Job, JobState
+
+
+@pytest.fixture
+def cluster(seeded):
+    return Cluster.objects.get(slug="narval")
+
+
+def _account(owner, cluster) -> ClusterAccount:
+    pair = keys.generate_keypair()
+    return ClusterAccount.objects.create(
+        owner=owner,
+        cluster=cluster,
+        username=owner.username,
+        public_key=pair.public_line,
+        private_key_encrypted=keys.encrypt(pair.private_pem),
+    )
+
+
+@pytest.fixture
+def job(user, cluster):
+    return Job.objects.create(
+        owner=user,
+        account=_account(user, cluster),
+        name="resnet",
+        script="#!/bin/bash\necho hi\n",
+        slurm_id="1234",
+        state=JobState.RUNNING,
+    )
+
+
+@pytest.fixture
+def stranger_client(django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("mallory", password="x"))
+    return client
+
+
+def test_the_owner_sees_the_job(user_client, job):
+    page = user_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "resnet" in page and "Slurm job 1234" in page
+    assert 'hx-trigger="every 3s"' in page  # still running: the page keeps asking
+
+
+def test_another_user_gets_404_everywhere(stranger_client, job):
+    for url in (f"/jobs/{job.pk}/", f"/jobs/{job.pk}/output/?stream=out"):
+        assert stranger_client.get(url).status_code == 404
+    for url in (f"/jobs/{job.pk}/cancel/", f"/jobs/{job.pk}/retry/"):
+        assert stranger_client.post(url).status_code == 404
+    assert "resnet" not in stranger_client.get("/jobs/").content.decode()
+
+
+def test_no_page_shows_a_private_key(user_client, job):
+    private = keys.decrypt(job.account.private_key_encrypted)
+    secret_line = private.splitlines()[1]
+    for url in ("/jobs/", f"/jobs/{job.pk}/", "/jobs/logins/"):
+        page = user_client.get(url).content.decode()
+        assert secret_line not in page
+        assert job.account.private_key_encrypted not in page
+
+
+def test_live_updates_stop_when_the_job_is_final(user_client, job):
+    headers = {"HX-Request": "true"}
+    assert user_client.get(f"/jobs/{job.pk}/", headers=headers).status_code == 200
+    job.state, job.exit_code = JobState.COMPLETED, 0
+    job.save()
+    response = user_client.get(f"/jobs/{job.pk}/", headers=headers)
+    assert response.status_code == 286
+    assert "Completed" in response.content.decode()
+    assert user_client.get("/jobs/", headers=headers).status_code == 286
+
+
+def test_the_list_filters_by_state_and_cluster(user_client, job, user):
+    Job.objects.create(
+        owner=user, account=job.account, name="done", script="x", state=JobState.COMPLETED
+    )
+    page = user_client.get("/jobs/", {"state": "RUNNING"}).content.decode()
+    assert "resnet" in page and ">done<" not in page
+    page = user_client.get("/jobs/", {"cluster": "cedar"}).content.decode()
+    assert "resnet" not in page
+
+
+def test_a_stale_job_says_since_when(user_client, job):
+    job.stale = True
+    job.save()
+    page = user_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "The cluster could not be reached" in page
+
+
+def test_submitting_without_a_login_keeps_the_composition(user_client, user, seeded):
+    from tests.test_compose_page import GOOD
+
+    response = user_client.post("/jobs/new/", GOOD | {"submit": "1"})
+    assert response.status_code == 302 and response["Location"] == "/jobs/logins/"
+    assert user.compositions.count() == 1
+    assert not Job.objects.exists()
