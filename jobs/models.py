@@ -128,6 +128,8 @@ class Job(models.Model):
     elapsed = models.CharField(max_length=32, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     submitted = models.DateTimeField(null=True, blank=True)
+    # Set before sbatch runs: a later attempt must then look for the job before submitting.
+    submit_started = models.DateTimeField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     ended = models.DateTimeField(null=True, blank=True)
     polled = models.DateTimeField(null=True, blank=True, help_text="Last good poll.")

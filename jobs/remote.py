@@ -54,10 +54,6 @@ def tag(job: Job) -> str:
     return f"{TAG_PREFIX}{job.tag}"
 
 
-def script_path(job: Job) -> str:
-    return f"{job.job_dir}/{job.name}-{job.tag}.sbatch"
-
-
 def find_submitted(login: Login, job: Job) -> str:
     """The Slurm id of a job this portal job already made, or "" (a retry must not submit twice)."""
     result = gateway.run(login, slurm.squeue_argv(login.username))
@@ -67,33 +63,25 @@ def find_submitted(login: Login, job: Job) -> str:
     return ""
 
 
-def submit(job: Job) -> str:
-    """Submits the job's script unless it is already on the cluster; returns its Slurm id."""
+# One round trip: the output directory must exist before the job starts (Slurm does not make
+# it), and sbatch reads the script from stdin. $1 and $2 arrive quoted by the gateway.
+SUBMIT = 'mkdir -p -- "$1" && exec sbatch --parsable --comment="$2"'
+
+
+def submit(job: Job, look_first: bool) -> str:
+    """Submits the job's script; returns its Slurm id.
+
+    `look_first`: an earlier attempt may have reached sbatch (a worker killed before it saved
+    the id), so adopt the job it made, found by its tag, rather than submit a second one.
+    """
     login = login_for(job.account)
-    existing = find_submitted(login, job)
-    if existing:
+    if look_first and (existing := find_submitted(login, job)):
         return existing
-    gateway.mkdirs(login, job.job_dir)
-    path = script_path(job)
-    gateway.write_file(login, path, job.script.encode())
-    result = gateway.run(login, ["sbatch", "--parsable", f"--comment={tag(job)}", path])
+    argv = ["bash", "-c", SUBMIT, "portal-submit", job.job_dir, tag(job)]
+    result = gateway.run(login, argv, stdin=job.script)
     if result.exit_status != 0:
         raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
     return str(slurm.parse_sbatch(result.stdout).job_id)
-
-
-def validate(job: Job) -> str:
-    """sbatch --test-only: Slurm's own verdict, with its estimated start time."""
-    login = login_for(job.account)
-    gateway.mkdirs(login, job.job_dir)
-    path = script_path(job)
-    gateway.write_file(login, path, job.script.encode())
-    result = gateway.run(login, ["sbatch", "--test-only", path])
-    # sbatch --test-only answers on stderr, whether it would run the job or not.
-    message = (result.stderr or result.stdout).strip()
-    if result.exit_status != 0:
-        raise Rejected(message)
-    return message
 
 
 def cancel(job: Job) -> None:

@@ -2,6 +2,7 @@
 
 from celery import shared_task
 from django.db.models import Min
+from django.utils import timezone
 
 from jobs import remote, tracking
 from jobs.gateway import ClusterError
@@ -16,8 +17,12 @@ def submit_job(self, job_id: int) -> None:
     job = Job.objects.select_related("account__cluster").get(pk=job_id)
     if job.state != JobState.SUBMITTING or job.slurm_id:
         return  # already done: a second delivery of the same task changes nothing
+    look_first = job.submit_started is not None
+    if not look_first:
+        job.submit_started = timezone.now()
+        job.save(update_fields=["submit_started"])
     try:
-        slurm_id = remote.submit(job)
+        slurm_id = remote.submit(job, look_first)
     except remote.Rejected as rejected:
         job.submission_failed(remote.explain(rejected.message))
     except ClusterError as error:

@@ -12,6 +12,15 @@ from django.utils import timezone
 from jobs.models import Job, JobState, JobTask
 from jobs.remote import Snapshot
 
+UPDATED_FIELDS = [
+    "state", "reason", "exit_code", "signal", "elapsed", "started", "ended", "nodes",
+]  # fmt: skip
+
+
+def _tracked(job: Job) -> tuple:
+    return tuple(getattr(job, name) for name in UPDATED_FIELDS)
+
+
 # The state that tells most about a whole array, given its tasks' states: any task still
 # running or waiting keeps the array so; then any failure shows, then success.
 ARRAY_PRECEDENCE = [
@@ -41,12 +50,17 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
         by_parent.setdefault(str(row.job_id.job_id), []).append(("acct", task, row))
     for row in snapshot.queue:
         by_parent.setdefault(str(row.array_job_id), []).append(("queue", row.array_task_id, row))
+    changed = []
     for job in jobs:
         rows = by_parent.get(job.slurm_id, [])
+        before = _tracked(job)
         if rows:
             _update(job, rows)
-        job.polled, job.stale = now, False
-        job.save()
+        if _tracked(job) != before:
+            changed.append(job)
+    # Most polls change few jobs: save those, and stamp all of them in one statement.
+    Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
+    Job.objects.filter(pk__in=[job.pk for job in jobs]).update(polled=now, stale=False)
 
 
 def _update(job: Job, rows: list) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from jobs import keys, remote, tasks
 from jobs.gateway import gateway
@@ -122,7 +123,9 @@ def test_a_second_submission_finds_the_job_the_first_made(account):
     # As if the worker died right after sbatch: the job is on the cluster, the database
     # does not know. The task, run again, must adopt it rather than submit again.
     job = _job(account, "sleep 5")
-    first = remote.submit(job)
+    job.submit_started = timezone.now()  # the dead worker got this far, and ran sbatch:
+    job.save()
+    first = remote.submit(job, look_first=False)
     job = _submit(job)
     assert job.slurm_id == first
     login = remote.login_for(account)
