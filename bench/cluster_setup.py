@@ -18,7 +18,8 @@ def portal_with_local_cluster():
         DJANGO_SETTINGS_MODULE="portal.settings",
         DEBUG="true",
         PORTAL_VAR_DIR=var,
-        DATABASE_URL=f"sqlite:///{var}/db.sqlite3",
+        # BENCH_DATABASE_URL (an empty database) measures on PostgreSQL, as deployed.
+        DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{var}/db.sqlite3",
         LOG_LEVEL="WARNING",
     )
     sys.path.insert(0, str(ROOT))
