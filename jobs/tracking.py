@@ -97,12 +97,11 @@ def _update(job: Job, rows: list) -> None:
     state = next((s for s in ARRAY_PRECEDENCE if s in states), JobState.PENDING)
     reason = tasks[""]["queue"].reason if waiting and "queue" in tasks[""] else ""
     _move(job, state, reason)
+    parts = list(job.tasks.all())
     if state in JobState.final():
-        job.exit_code = max((t.exit_code or 0 for t in job.tasks.all()), default=0)
-        job.ended = max((t.ended for t in job.tasks.all() if t.ended), default=None)
-    job.started = job.started or min(
-        (t.started for t in job.tasks.all() if t.started), default=None
-    )
+        job.exit_code = max((t.exit_code or 0 for t in parts), default=0)
+        job.ended = max((t.ended for t in parts if t.ended), default=None)
+    job.started = job.started or min((t.started for t in parts if t.started), default=None)
 
 
 def _combined_state(queue, acct) -> str:

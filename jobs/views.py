@@ -56,18 +56,8 @@ def compose(request: HttpRequest) -> HttpResponse:
         text = script_text or composed.script
         if "download" in data:
             return _download(form.cleaned_data["job_name"], text)
-    if request.method == "POST" and composed and composed.script and {"save", "submit"} & set(data):
-        composition = Composition.objects.create(
-            owner=request.user,
-            name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
-            fields=_storable(form),
-            script=text.replace("\r\n", "\n"),
-            edited=_edited(text, composed.script),
-        )
-        if "submit" in data:
-            return start_submission(request, composition, form.cleaned_data["cluster"])
-        messages.success(request, f"Saved “{composition.name}”.")
-        return redirect(composition)
+        if {"save", "submit"} & set(data):
+            return _save(request, form, composed, text)
 
     warnings = composed.recommendation.warnings if composed else ()
     ctx = {
@@ -83,6 +73,22 @@ def compose(request: HttpRequest) -> HttpResponse:
     }
     template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
     return render(request, template, ctx, status=200)
+
+
+def _save(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
+    """Keeps the composition; "Save and submit" then queues it for the cluster."""
+    data = form.data
+    composition = Composition.objects.create(
+        owner=request.user,
+        name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
+        fields=_storable(form),
+        script=text.replace("\r\n", "\n"),
+        edited=_edited(text, composed.script),
+    )
+    if "submit" in data:
+        return start_submission(request, composition, form.cleaned_data["cluster"])
+    messages.success(request, f"Saved “{composition.name}”.")
+    return redirect(composition)
 
 
 def _storable(form: ComposeForm) -> dict:
