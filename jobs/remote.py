@@ -102,8 +102,13 @@ def poll(account: ClusterAccount, since: datetime) -> Snapshot:
 
 
 def output_tail(job: Job, stream: str) -> bytes:
-    """The end of the job's stdout or stderr ("out" or "err"), at most OUTPUT_CAP bytes."""
-    path = f"{job.job_dir}/slurm-{job.slurm_id}.{stream}"
+    """The end of the job's stdout or stderr ("out" or "err"), at most OUTPUT_CAP bytes.
+
+    An array (a chain) writes one file per task, slurm-<array id>_<task>: show the newest part's.
+    """
+    part = job.tasks.exclude(started=None).order_by("-started").first()
+    name = f"{job.slurm_id}_{part.task_id}" if part else job.slurm_id
+    path = f"{job.job_dir}/slurm-{name}.{stream}"
     return gateway.read_tail(login_for(job.account), path, OUTPUT_CAP)
 
 

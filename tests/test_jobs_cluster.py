@@ -93,8 +93,8 @@ def test_a_cancelled_job_shows_cancelled(account, user_client):
     assert job.state == JobState.CANCELLED
 
 
-def test_a_three_part_chain_runs_one_part_after_another(account):
-    job = _submit(_job(account, "sleep 1", "--array=1-3%1"))
+def test_a_three_part_chain_runs_one_part_after_another(account, user_client):
+    job = _submit(_job(account, "echo part $SLURM_ARRAY_TASK_ID; sleep 1", "--array=1-3%1"))
     _follow(job, timeout=90)
     parts = list(job.tasks.order_by("task_id"))
     assert [p.task_id for p in parts] == ["1", "2", "3"]
@@ -102,6 +102,8 @@ def test_a_three_part_chain_runs_one_part_after_another(account):
     for earlier, later in itertools.pairwise(parts):
         assert later.started >= earlier.ended
     assert job.state == JobState.COMPLETED
+    # The page shows the newest part's output (one file per task).
+    assert "part 3" in user_client.get(f"/jobs/{job.pk}/output/?stream=out").content.decode()
 
 
 @pytest.mark.parametrize(
