@@ -134,6 +134,23 @@ class Job(models.Model):
     ended = models.DateTimeField(null=True, blank=True)
     polled = models.DateTimeField(null=True, blank=True, help_text="Last good poll.")
     stale = models.BooleanField(default=False, help_text="The last poll could not reach it.")
+    # What Slurm allocated and accounted (sacct), for the efficiency report and the admins' view.
+    partition = models.CharField(max_length=64, blank=True)
+    gpu_type = models.CharField(max_length=64, blank=True)
+    gpus = models.PositiveIntegerField(
+        null=True, blank=True, help_text="GPUs allocated, all nodes."
+    )
+    cpus = models.PositiveIntegerField(null=True, blank=True, help_text="CPUs allocated.")
+    elapsed_seconds = models.PositiveIntegerField(null=True, blank=True)
+    time_limit_seconds = models.PositiveIntegerField(null=True, blank=True)
+    cpu_seconds = models.FloatField(null=True, blank=True, help_text="TotalCPU: user + system.")
+    max_rss_mb = models.FloatField(null=True, blank=True)
+    requested_memory_mb = models.FloatField(null=True, blank=True)
+    # GPU use so far, kept with the job so that lists and warnings need no sample query.
+    gpu_utilization = models.FloatField(
+        null=True, blank=True, help_text="Mean compute utilization of its GPUs (%)."
+    )
+    gpu_warning = models.TextField(blank=True, help_text="Why its GPUs look wasted, if they do.")
 
     class Meta:
         ordering = ["-created"]
@@ -206,3 +223,69 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.state}"
+
+
+class SampleFile(models.Model):
+    """One node's GPU sample file of a job (or of one part of a chain), and how far it is read."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="sample_files")
+    task_id = models.CharField(max_length=32, blank=True, help_text="Array task; blank if none.")
+    node = models.CharField(max_length=64)
+    path = models.CharField(max_length=300, help_text="Relative to the login's home.")
+    offset = models.BigIntegerField(default=0, help_text="Bytes read and stored so far.")
+    # The sampler's own word when it could not sample (no NVML, no nvidia-smi), for the page.
+    note = models.TextField(blank=True)
+    finished = models.BooleanField(default=False, help_text="Its summary line was read.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "path"], name="one_row_per_file")]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class GpuDevice(models.Model):
+    """One GPU a job ran on, as its sampler's first lines described it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="gpu_devices")
+    task_id = models.CharField(max_length=32, blank=True)
+    node = models.CharField(max_length=64)
+    uuid = models.CharField(max_length=100)
+    index = models.PositiveSmallIntegerField(null=True, blank=True)
+    name = models.CharField(max_length=100, blank=True)
+    pci_bus_id = models.CharField(max_length=32, blank=True)
+    memory_total_mb = models.FloatField(null=True, blank=True)
+    mig = models.BooleanField(default=False, help_text="A MIG slice: utilization is unknown.")
+    # From the sampler's summary line, or kept up to date from the samples while it runs.
+    mean_utilization = models.FloatField(null=True, blank=True)
+    peak_memory_mb = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "task_id", "node", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "task_id", "node", "uuid"], name="one_row_per_gpu"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node} {self.name or self.uuid}"
+
+
+class GpuSample(models.Model):
+    """A GPU's use over `seconds` up to `at`: one sampler line, or the mean of several."""
+
+    device = models.ForeignKey(GpuDevice, on_delete=models.CASCADE, related_name="samples")
+    at = models.DateTimeField()
+    seconds = models.FloatField(help_text="The span this sample covers.")
+    utilization = models.FloatField(null=True, blank=True, help_text="%; None: unknown (MIG).")
+    memory_used_mb = models.FloatField(null=True, blank=True)
+    power_w = models.FloatField(null=True, blank=True)
+    temperature_c = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["device", "at"]
+        indexes = [models.Index(fields=["device", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.device_id} {self.at:%H:%M:%S}"

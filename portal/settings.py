@@ -153,6 +153,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
 }
 
+# GPU monitoring. The sampler in each GPU job writes a line per GPU every SAMPLE_SECONDS; the
+# portal warns about wasted GPUs only after GPU_WARMUP_SECONDS of a job's run (data loading,
+# compilation and the first batches are slow everywhere), 5 minutes unless tests say less.
+SAMPLE_SECONDS = env_int("SAMPLE_SECONDS", 10)
+GPU_WARMUP_SECONDS = env_int("GPU_WARMUP_SECONDS", 300)
+
 LOG_LEVEL = env_choice("LOG_LEVEL", ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], "INFO")
 LOGGING = {
     "version": 1,
