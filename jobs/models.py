@@ -4,7 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
@@ -179,8 +179,9 @@ class Job(models.Model):
         self.slurm_id = slurm_id
         self.submitted = timezone.now()
         self.message = ""
-        self.record(JobState.PENDING, f"Submitted as Slurm job {slurm_id}.")
-        self.save()
+        with transaction.atomic():  # the event and the id together, in one commit
+            self.record(JobState.PENDING, f"Submitted as Slurm job {slurm_id}.")
+            self.save(update_fields=["slurm_id", "submitted", "message", "state"])
 
     def submission_failed(self, message: str) -> None:
         self.message = message

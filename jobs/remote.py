@@ -64,8 +64,9 @@ def find_submitted(login: Login, job: Job) -> str:
 
 
 # One round trip: the output directory must exist before the job starts (Slurm does not make
-# it), and sbatch reads the script from stdin. $1 and $2 arrive quoted by the gateway.
-SUBMIT = 'mkdir -p -- "$1" && exec sbatch --parsable --comment="$2"'
+# it), and sbatch reads the script from stdin. $1 and $2 arrive quoted by the gateway. `[ -d ]`
+# is a builtin: when the directory exists (a job run before), only sbatch is started.
+SUBMIT = '{ [ -d "$1" ] || mkdir -p -- "$1"; } && sbatch --parsable --comment="$2"'
 
 
 def submit(job: Job, look_first: bool) -> str:
@@ -77,8 +78,8 @@ def submit(job: Job, look_first: bool) -> str:
     login = login_for(job.account)
     if look_first and (existing := find_submitted(login, job)):
         return existing
-    argv = ["bash", "-c", SUBMIT, "portal-submit", job.job_dir, tag(job)]
-    result = gateway.run(login, argv, stdin=job.script)
+    args = [job.job_dir, tag(job)]
+    result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=job.script)
     if result.exit_status != 0:
         raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
     return str(slurm.parse_sbatch(result.stdout).job_id)

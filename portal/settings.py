@@ -87,7 +87,16 @@ def _database(url: str) -> dict:
     except ValueError as exc:
         # The URL itself is left out of the message: it may hold a password.
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
-    if not url.startswith("sqlite"):
+    if url.startswith("sqlite"):
+        # The web server and the Celery worker write the same file. WAL lets readers go on while
+        # one writes, IMMEDIATE takes the write lock up front (no "database is locked" midway),
+        # and synchronous=NORMAL is WAL's safe setting: a commit costs no fsync, only a
+        # checkpoint does.
+        config["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
+    else:
         # Reusing connections saves a round trip per request; SQLite opens a local file instead.
         config["CONN_MAX_AGE"] = 60
         config["CONN_HEALTH_CHECKS"] = True
@@ -142,6 +151,17 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(_control_dir),
         "store_processed": False,
     }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A late-acknowledged task (jobs.tasks.submit_job) stays unacknowledged in Redis while it
+    # runs; if its worker dies, Redis gives it to another worker this many seconds after it was
+    # first delivered. It must exceed the longest task and retry countdown, or a task still
+    # running (or waiting for its countdown) would be delivered a second time.
+    _visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600)
+    if _visibility_timeout < 1:
+        raise ImproperlyConfigured(
+            f"CELERY_VISIBILITY_TIMEOUT must be at least 1 (seconds), got {_visibility_timeout}"
+        )
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility_timeout}
 # Tasks save their results on our models, so by default nothing else stores them.
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", None)
 CELERY_TASK_ALWAYS_EAGER = False

@@ -72,6 +72,21 @@ def test_it_echoes_a_hostile_argument(gw: Gateway, running_sshd: Sshd) -> None:
     assert gw.run(running_sshd.login(), ["echo", text]).stdout == text + "\n"
 
 
+def test_a_script_gets_hostile_arguments_as_data(gw: Gateway, running_sshd: Sshd) -> None:
+    script = 'printf "%s\\0" "$@"; cat; exit 4'
+    result = gw.run_script(running_sshd.login(), script, HOSTILE, program="printf", stdin="in\n")
+    assert result.exit_status == 4, result.stderr
+    assert result.stdout.split("\0") == [*HOSTILE, "in\n"]
+    assert not Path("/tmp/portal-pwned").exists()
+
+
+def test_a_command_that_ignores_its_stdin_still_exits_with_its_status(
+    gw: Gateway, running_sshd: Sshd
+) -> None:
+    result = gw.run(running_sshd.login(), ["sh", "-c", "exit 7"], stdin="unread\n" * 1000)
+    assert result.exit_status == 7
+
+
 def test_it_returns_a_non_zero_exit_instead_of_raising(gw: Gateway, running_sshd: Sshd) -> None:
     command = "echo out; echo 'sbatch: error' >&2; exit 3"
     result = gw.run(running_sshd.login(), ["sh", "-c", command])
