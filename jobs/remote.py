@@ -85,6 +85,14 @@ def submit(job: Job, look_first: bool) -> str:
     return str(slurm.parse_sbatch(result.stdout).job_id)
 
 
+def test_only(account: ClusterAccount, script: str) -> slurm.WouldStart:
+    """Slurm's answer to the script without submitting it: when and where it would start."""
+    result = gateway.run(login_for(account), ["sbatch", "--test-only"], stdin=script)
+    if result.exit_status != 0:
+        raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
+    return slurm.parse_test_only(result.stderr)
+
+
 def cancel(job: Job) -> None:
     result = gateway.run(login_for(job.account), ["scancel", job.slurm_id])
     if result.exit_status != 0:
@@ -126,7 +134,11 @@ EXPLANATIONS = {
 }
 
 
-def explain(message: str) -> str:
+def plain_words(message: str) -> str:
     lowered = message.casefold()
-    plain = next((text for key, text in EXPLANATIONS.items() if key in lowered), "")
+    return next((text for key, text in EXPLANATIONS.items() if key in lowered), "")
+
+
+def explain(message: str) -> str:
+    plain = plain_words(message)
     return f"Slurm refused the job: {message}" + (f"\n{plain}" if plain else "")

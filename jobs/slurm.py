@@ -638,3 +638,35 @@ def gpu_partitions(
                 )
             )
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# sbatch --test-only: when and where a script would start, without submitting it
+
+_WOULD_START = re.compile(
+    r"Job \d+ to start at (?P<start>\S+) using (?P<cpus>\d+) processors on nodes "
+    r"(?P<nodes>\S+) in partition (?P<partition>\S+)"
+)
+
+
+@dataclass(frozen=True)
+class WouldStart:
+    start: datetime | None  # the scheduler's estimate, in the cluster's local time
+    cpus: int
+    nodes: list[str]
+    partition: str
+
+
+def parse_test_only(stderr: str) -> WouldStart:
+    """`sbatch --test-only` answers on stderr, e.g. "sbatch: Job 477 to start at
+    2026-11-22T05:43:06 using 1 processors on nodes a100-1 in partition gpu-a100"; the job id
+    is made up (no job exists)."""
+    match = _WOULD_START.search(stderr)
+    if match is None:
+        raise SlurmParseError(f"sbatch --test-only said no start time: {stderr.strip()!r}")
+    return WouldStart(
+        start=parse_time(match["start"]),
+        cpus=int(match["cpus"]),
+        nodes=expand_hostlist(match["nodes"]),
+        partition=match["partition"],
+    )

@@ -9,6 +9,7 @@ from jobs.compose import compose as compose_script
 from jobs.forms import ComposeForm
 from jobs.job_views import start_submission
 from jobs.models import Composition, SiteTemplate
+from jobs.validation import validate
 
 SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
 
@@ -51,6 +52,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         form = ComposeForm(initial=_starting_values(request))
     composed = compose_script(form) if form.is_bound else None
     script_text = data.get("script_text", "") if request.method == "POST" else ""
+    checked = None
 
     if request.method == "POST" and composed and composed.script:
         text = script_text or composed.script
@@ -58,6 +60,10 @@ def compose(request: HttpRequest) -> HttpResponse:
             return _download(form.cleaned_data["job_name"], text)
         if {"save", "submit"} & set(data):
             return _save(request, form, composed, text)
+        if "validate" in data:
+            checked = validate(request.user, form.cleaned_data["cluster"], text)
+            if request.htmx:
+                return render(request, "jobs/validation.html", {"validation": checked})
 
     warnings = composed.recommendation.warnings if composed else ()
     ctx = {
@@ -67,6 +73,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         "composed": composed,
         "rec": composed.recommendation if composed else None,
         "script_text": script_text,
+        "validation": checked,
         "edited": bool(script_text and composed and _edited(script_text, composed.script)),
         "site_templates": SiteTemplate.objects.filter(published=True),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
@@ -122,6 +129,13 @@ def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, "This composition names no cluster the portal knows.")
             return redirect(obj)
         return start_submission(request, obj, cluster)
+    if "validate" in request.POST:
+        cluster = Cluster.objects.filter(slug=obj.fields.get("cluster", "")).first()
+        if cluster is None:
+            messages.error(request, "This composition names no cluster the portal knows.")
+            return redirect(obj)
+        checked = validate(request.user, cluster, obj.script)
+        return render(request, "jobs/composition.html", {"composition": obj, "validation": checked})
     if "delete" in request.POST:
         obj.delete()
         messages.success(request, f"Deleted “{obj.name}”.")
