@@ -43,12 +43,20 @@ class ClusterAdmin(SimpleHistoryAdmin):
     list_display = ["name", "slug", "scheduler", "login_host"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["host_key_fingerprint", "host_key_link"]
+    readonly_fields = ["host_key_fingerprint", "host_key_link", "import_link"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "scheduler", "description"]}),
         (
             "Login",
-            {"fields": ["login_host", "login_port", "host_key_fingerprint", "host_key_link"]},
+            {
+                "fields": [
+                    "login_host",
+                    "login_port",
+                    "host_key_fingerprint",
+                    "host_key_link",
+                    "import_link",
+                ]
+            },
         ),
         SOURCE_FIELDS,
     ]
@@ -61,6 +69,15 @@ class ClusterAdmin(SimpleHistoryAdmin):
         return format_html(
             '<a href="{}">Fetch the login host\'s key to check and pin it</a>',
             reverse("cluster_host_key", args=[obj.pk]),
+        )
+
+    @admin.display(description="Partitions")
+    def import_link(self, obj: models.Cluster) -> str:
+        if not obj.pk or not obj.host_key:
+            return "Pin the host key first; then partitions can be read from Slurm."
+        return format_html(
+            '<a href="{}">Import partitions and GPU types from Slurm</a> (shows them first)',
+            reverse("cluster_import_partitions", args=[obj.pk]),
         )
 
 

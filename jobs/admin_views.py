@@ -7,7 +7,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from guidance.models import Cluster
+from jobs import importer, remote
 from jobs.gateway import ClusterError, fetch_host_key
+from jobs.models import ClusterAccount
 
 
 @staff_member_required
@@ -40,3 +42,34 @@ def host_key(request: HttpRequest, pk: int) -> HttpResponse:
         "title": f"Host key of {cluster.login_host}",
     }
     return render(request, "jobs/admin_host_key.html", ctx)
+
+
+@staff_member_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def import_partitions(request: HttpRequest, pk: int) -> HttpResponse:
+    """Reads the cluster's GPU partitions from Slurm through the admin's own login; shows what
+    would change, and saves it when the admin confirms. Admins annotate the result afterwards."""
+    cluster = get_object_or_404(Cluster, pk=pk)
+    change_url = f"/admin/guidance/cluster/{cluster.pk}/change/"
+    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    if account is None:
+        messages.error(
+            request,
+            f"Importing reads Slurm through your own login on {cluster.name}: set one up under "
+            "“Cluster logins” in the portal first.",
+        )
+        return redirect(change_url)
+    try:
+        found = importer.read_partitions(remote.login_for(account))
+    except ClusterError as error:
+        messages.error(request, f"Could not read the partitions: {error.message}")
+        return redirect(change_url)
+    if request.method == "POST":
+        saved = importer.save_partitions(cluster, found)
+        names = ", ".join(p.name for p in saved) or "none"
+        messages.success(request, f"Imported {len(saved)} GPU partition(s) from Slurm: {names}.")
+        return redirect(change_url)
+    existing = {p.name: p for p in cluster.partitions.select_related("gpu_type")}
+    rows = [(partition, existing.get(partition.name)) for partition in found]
+    ctx = {"cluster": cluster, "rows": rows, "title": f"Import partitions of {cluster.name}"}
+    return render(request, "jobs/admin_import_partitions.html", ctx)

@@ -16,12 +16,23 @@ UNKNOWN_MEMORY_GB = 16
 NOTE = "Imported from Slurm (scontrol show partition, sinfo)."
 
 
-def import_partitions(cluster: Cluster, login: Login) -> list[Partition]:
+def read_partitions(login: Login) -> list[slurm.GpuPartition]:
+    """The cluster's GPU partitions as Slurm describes them: two commands, nothing saved."""
     partitions = slurm.parse_partitions(gateway.run(login, slurm.PARTITIONS_ARGV).stdout)
     nodes = slurm.parse_nodes(gateway.run(login, slurm.NODES_ARGV).stdout)
+    return slurm.gpu_partitions(partitions, nodes)
+
+
+def import_partitions(cluster: Cluster, login: Login) -> list[Partition]:
+    return save_partitions(cluster, read_partitions(login))
+
+
+def save_partitions(
+    cluster: Cluster, found_partitions: list[slurm.GpuPartition]
+) -> list[Partition]:
     imported = []
     with transaction.atomic():
-        for found in slurm.gpu_partitions(partitions, nodes):
+        for found in found_partitions:
             gpu_type, _ = GpuType.objects.get_or_create(
                 cluster=cluster,
                 name=found.gpu_type,

@@ -18,5 +18,10 @@ urlpatterns = [
     path("settings/tokens/<int:pk>/revoke/", token_views.token_revoke, name="token_revoke"),
     path("api/v1/", api.urls),
     path("admin/clusters/<int:pk>/host-key/", admin_views.host_key, name="cluster_host_key"),
+    path(
+        "admin/clusters/<int:pk>/import-partitions/",
+        admin_views.import_partitions,
+        name="cluster_import_partitions",
+    ),
     path("admin/", admin.site.urls),
 ]
