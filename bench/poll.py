@@ -44,7 +44,8 @@ def main() -> None:
             tasks.poll_clusters.apply()
             wall = time.perf_counter() - start
         start = time.perf_counter()
-        snapshot = remote.poll(account, timezone.now() - timezone.timedelta(hours=1))
+        ids = list(Job.objects.values_list("slurm_id", flat=True))
+        snapshot = remote.poll(account, timezone.now() - timezone.timedelta(hours=1), ids)
         fetched = time.perf_counter() - start
         active = Job.objects.filter(state__in=JobState.active()).count()
         cycle = (

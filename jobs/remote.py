@@ -99,14 +99,19 @@ def cancel(job: Job) -> None:
         raise Rejected(result.stderr.strip() or f"scancel exited with status {result.exit_status}")
 
 
-def poll(account: ClusterAccount, since: datetime) -> Snapshot:
-    """Two commands for all of a login's jobs, however many: squeue, then sacct."""
+def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snapshot:
+    """Two commands for all of a login's jobs, however many: squeue, then sacct.
+
+    sacct is asked for the portal's active jobs by id: a job cancelled before it was ever
+    eligible (held, or waiting on a dependency) is outside any time window, and the list
+    keeps other jobs of the same user out of the answer.
+    """
     login = login_for(account)
     queue = gateway.run(login, slurm.squeue_argv(login.username))
     # sacct reads its window in the cluster's local time, which the portal does not know: a
     # day's margin either side of UTC costs a few rows and loses none.
     window = (since - timedelta(days=1)).astimezone(UTC).replace(tzinfo=None)
-    accounting = gateway.run(login, slurm.sacct_argv(login.username, window))
+    accounting = gateway.run(login, slurm.sacct_argv(login.username, window, slurm_ids))
     return Snapshot(slurm.parse_squeue(queue.stdout), slurm.parse_sacct(accounting.stdout))
 
 

@@ -46,7 +46,7 @@ def poll_clusters() -> None:
     for account in logins:
         jobs = list(account.jobs.filter(state__in=JobState.active()))
         try:
-            snapshot = remote.poll(account, account.since)
+            snapshot = remote.poll(account, account.since, [j.slurm_id for j in jobs])
         except ClusterError:
             Job.objects.filter(pk__in=[j.pk for j in jobs]).update(stale=True)
             continue

@@ -93,6 +93,17 @@ def test_a_cancelled_job_shows_cancelled(account, user_client):
     assert job.state == JobState.CANCELLED
 
 
+def test_a_job_cancelled_before_it_was_ever_eligible_shows_cancelled(account, user_client):
+    # Held: never eligible, so outside any sacct time window; sacct is asked for it by id.
+    job = _submit(_job(account, "true", "--hold"))
+    tasks.poll_clusters.apply()
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (JobState.PENDING, "JobHeldUser")
+    user_client.post(f"/jobs/{job.pk}/cancel/")
+    _follow(job, timeout=30)
+    assert job.state == JobState.CANCELLED
+
+
 def test_a_three_part_chain_runs_one_part_after_another(account, user_client):
     job = _submit(_job(account, "echo part $SLURM_ARRAY_TASK_ID; sleep 1", "--array=1-3%1"))
     _follow(job, timeout=90)
