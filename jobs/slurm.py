@@ -407,6 +407,7 @@ SACCT_FIELDS = (
     "MaxRSS",
     "ReqMem",
     "Timelimit",
+    "Partition",  # blank on step lines
     "Comment",
 )
 
@@ -450,6 +451,7 @@ class AccountedJob:
     max_rss_mb: float | None  # the largest of its steps' peaks; None before a step reports one
     requested_memory_mb: float | None
     time_limit: timedelta | None  # None: UNLIMITED or Partition_Limit
+    partition: str
     comment: str
 
     @property
@@ -459,6 +461,15 @@ class AccountedJob:
     @property
     def gpus(self) -> int:
         return int(self.tres.get("gres/gpu", 0))
+
+    @property
+    def cpus(self) -> int | None:
+        return int(self.tres["cpu"]) if "cpu" in self.tres else None
+
+    @property
+    def gpu_type(self) -> str:
+        """`a100` from `gres/gpu:a100=1`; several types joined by commas; "" when untyped."""
+        return ",".join(sorted(key[9:] for key in self.tres if key.startswith("gres/gpu:")))
 
 
 def parse_sacct(text: str) -> list[AccountedJob]:
@@ -490,6 +501,7 @@ def parse_sacct(text: str) -> list[AccountedJob]:
             max_rss_mb=parse_memory_mb(row["MaxRSS"]),
             requested_memory_mb=parse_memory_mb(row["ReqMem"]),
             time_limit=parse_duration(row["Timelimit"]),
+            partition=_no_value_as_empty(row["Partition"]).strip(),
             comment=_no_value_as_empty(row["Comment"]),
         )
     return [

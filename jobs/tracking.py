@@ -1,19 +1,23 @@
 """What a poll means for the portal's jobs: Slurm's rows matched to jobs, states and times saved.
 
 squeue knows what is queued or running (and the pending reason); sacct knows how a job ended
-(state, exit code and signal, elapsed time). A job with array tasks (a chain, or similar runs)
-keeps a row per task and takes its state from them.
+(state, exit code and signal, elapsed time) and what it was given and used (partition, GPUs,
+CPUs, CPU time, peak memory). A job with array tasks (a chain, or similar runs) keeps a row per
+task and takes its state from them; its accounting adds its tasks' times up.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from jobs.models import Job, JobState, JobTask
 from jobs.remote import Snapshot
+from jobs.slurm import AccountedJob
 
 UPDATED_FIELDS = [
     "state", "reason", "exit_code", "signal", "elapsed", "started", "ended", "nodes",
+    "partition", "gpu_type", "gpus", "cpus", "elapsed_seconds", "time_limit_seconds",
+    "cpu_seconds", "max_rss_mb", "requested_memory_mb",
 ]  # fmt: skip
 
 
@@ -94,6 +98,7 @@ def _update(job: Job, rows: list) -> None:
     waiting = "" in tasks  # the array's not-yet-started tasks show as one pending row
     if waiting:
         states.append(JobState.PENDING)
+    _account(job, [seen["acct"] for task_id, seen in tasks.items() if task_id and "acct" in seen])
     state = next((s for s in ARRAY_PRECEDENCE if s in states), JobState.PENDING)
     reason = tasks[""]["queue"].reason if waiting and "queue" in tasks[""] else ""
     _move(job, state, reason)
@@ -131,6 +136,7 @@ def _take(job: Job, seen: dict) -> None:
         job.started = _aware(acct.start) or job.started
         job.ended = _aware(acct.end)
         job.nodes = ",".join(acct.nodes) or job.nodes
+        _account(job, [acct])
     if queue and queue.nodes:
         job.nodes = ",".join(queue.nodes)
 
@@ -140,3 +146,42 @@ def _move(job: Job, state: str, reason: str) -> None:
     if state != job.state:
         job.record(state, reason)
     job.reason = reason if state == JobState.PENDING else ""
+
+
+def _account(job: Job, parts: list[AccountedJob]) -> None:
+    """What Slurm allocated and accounted, from a job's one row or its array tasks' rows.
+
+    The tasks' times add up; memory and the allocation are the largest any task had. The time
+    limit adds up over the tasks that started, so that elapsed over limit compares like with like.
+    Values sacct does not know yet (a pending job's allocation) keep what the job had.
+    """
+    if not parts:
+        return
+    job.partition = next((p.partition for p in parts if p.partition), job.partition)[:64]
+    allocated = [p for p in parts if p.tres]
+    if allocated:
+        job.gpus = max(p.gpus for p in allocated)
+        job.gpu_type = next((p.gpu_type for p in allocated if p.gpu_type), "")[:64]
+        job.cpus = max((p.cpus for p in allocated if p.cpus is not None), default=job.cpus)
+    if all(p.elapsed is not None for p in parts):
+        job.elapsed_seconds = _seconds(sum((p.elapsed for p in parts), timedelta()))
+    started = [p for p in parts if p.start is not None]
+    if started:
+        limits = [p.time_limit for p in started]
+        unlimited = any(limit is None for limit in limits)
+        job.time_limit_seconds = None if unlimited else _seconds(sum(limits, timedelta()))
+    else:
+        job.time_limit_seconds = _seconds(parts[0].time_limit)
+    if all(p.total_cpu is not None for p in parts):
+        job.cpu_seconds = sum(p.total_cpu.total_seconds() for p in parts)
+    job.max_rss_mb = max(
+        (p.max_rss_mb for p in parts if p.max_rss_mb is not None), default=job.max_rss_mb
+    )
+    job.requested_memory_mb = max(
+        (p.requested_memory_mb for p in parts if p.requested_memory_mb is not None),
+        default=job.requested_memory_mb,
+    )
+
+
+def _seconds(duration: timedelta | None) -> int | None:
+    return None if duration is None else round(duration.total_seconds())

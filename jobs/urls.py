@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import account_views, check_views, job_views, views
+from jobs import account_views, check_views, job_views, usage_views, views
 
 app_name = "jobs"
 
@@ -18,4 +18,5 @@ urlpatterns = [
     path("logins/", account_views.accounts, name="accounts"),
     path("logins/<slug:slug>/key/", account_views.account_create, name="account_create"),
     path("logins/<int:pk>/test/", account_views.account_test, name="account_test"),
+    path("usage/", usage_views.usage, name="usage"),
 ]

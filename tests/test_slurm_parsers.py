@@ -252,6 +252,15 @@ def test_sacct_reads_the_allocation():
     assert jobs["29"].comment == ""
 
 
+def test_sacct_reads_the_partition_gpu_type_and_cpus():
+    jobs = by_id(parse_sacct(captured("sacct.txt")))
+    assert (jobs["31"].partition, jobs["31"].gpu_type, jobs["31"].cpus) == ("gpu-a100", "a100", 1)
+    assert (jobs["37"].partition, jobs["37"].gpu_type) == ("gpu-rtx", "rtx")
+    assert (jobs["29"].partition, jobs["29"].gpu_type) == ("gpu-a100", "")  # no GPU asked
+    pending = by_id(parse_sacct(captured("sacct_active.txt")))["38"]
+    assert (pending.partition, pending.cpus, pending.gpu_type) == ("gpu-rtx", None, "")
+
+
 def test_sacct_reads_running_and_pending_jobs():
     jobs = by_id(parse_sacct(captured("sacct_active.txt")))
     running = jobs["33"]
