@@ -8,3 +8,33 @@ from jobs import models
 class SiteTemplateAdmin(SimpleHistoryAdmin):
     list_display = ["name", "slug", "published", "order"]
     prepopulated_fields = {"slug": ["name"]}
+
+
+class GpuDeviceInline(admin.TabularInline):
+    model = models.GpuDevice
+    extra = 0
+    can_delete = False
+    fields = ["task_id", "node", "index", "name", "mig", "mean_utilization", "peak_memory_mb"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(models.Job)
+class JobAdmin(admin.ModelAdmin):
+    """For admins to look into a job (the usage page links here); jobs change only by polling."""
+
+    list_display = [
+        "name", "slurm_id", "owner", "state", "partition", "gpus", "gpu_utilization", "created",
+    ]  # fmt: skip
+    list_filter = ["state", "account__cluster", "partition", "gpu_type"]
+    search_fields = ["name", "slurm_id", "owner__username"]
+    date_hierarchy = "created"
+    inlines = [GpuDeviceInline]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

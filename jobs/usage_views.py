@@ -3,7 +3,6 @@
 from datetime import date, datetime, time, timedelta
 
 from django import forms
-from django.contrib import admin
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -13,8 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from guidance.models import Cluster
-from jobs.models import Job
-from jobs.usage import Period, Waste, load, summarize
+from jobs.usage import Period, load, summarize
 
 DEFAULT_DAYS = 7
 MAX_DAYS = 366
@@ -70,14 +68,6 @@ def _with_defaults(query: QueryDict, today: date) -> dict[str, str]:
     return data
 
 
-def _link(waste: Waste, request: HttpRequest) -> str:
-    if admin.site.is_registered(Job):
-        return reverse("admin:jobs_job_change", args=[waste.job.pk])
-    if waste.job.owner == request.user.get_username():
-        return reverse("jobs:job", args=[waste.job.pk])
-    return ""  # the job's own page shows it to its owner only
-
-
 @login_required
 @require_safe
 def usage(request: HttpRequest) -> HttpResponse:
@@ -97,7 +87,11 @@ def usage(request: HttpRequest) -> HttpResponse:
         "form": form,
         "cluster": cluster,
         "report": report,
-        "wastes": [(waste, _link(waste, request)) for waste in report.top_waste],
+        # Admins look into a job through the admin: its own page is its owner's only.
+        "wastes": [
+            (waste, reverse("admin:jobs_job_change", args=[waste.job.pk]))
+            for waste in report.top_waste
+        ],
         "target": report.targets[0] if len(report.targets) == 1 else None,
         "time_zone": timezone.get_current_timezone_name(),
     }
