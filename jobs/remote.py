@@ -87,7 +87,7 @@ def submit(job: Job, look_first: bool) -> str:
 
 def test_only(account: ClusterAccount, script: str) -> slurm.WouldStart:
     """Slurm's answer to the script without submitting it: when and where it would start."""
-    result = gateway.run(login_for(account), ["sbatch", "--test-only"], stdin=script)
+    result = gateway.run(login_for(account), slurm.TEST_ONLY_ARGV, stdin=script)
     if result.exit_status != 0:
         raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
     return slurm.parse_test_only(result.stderr)
@@ -108,9 +108,8 @@ def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snap
     """
     login = login_for(account)
     queue = gateway.run(login, slurm.squeue_argv(login.username))
-    # sacct reads its window in the cluster's local time, which the portal does not know: a
-    # day's margin either side of UTC costs a few rows and loses none.
-    window = (since - timedelta(days=1)).astimezone(UTC).replace(tzinfo=None)
+    # An hour's margin for clocks that disagree; the window is read in UTC (slurm.IN_UTC).
+    window = (since - timedelta(hours=1)).astimezone(UTC).replace(tzinfo=None)
     accounting = gateway.run(login, slurm.sacct_argv(login.username, window, slurm_ids))
     return Snapshot(slurm.parse_squeue(queue.stdout), slurm.parse_sacct(accounting.stdout))
 

@@ -3,7 +3,8 @@
 The argv of each command the portal parses lives here too (`squeue_argv`, `sacct_argv`, ...), so
 that no caller can ask for other columns than the parser reads. Columns are separated by `|`; the
 free-text ones (job name, comment) come last, and a `|` inside the last one stays in it.
-Times come back naive, in the cluster's local time, as Slurm prints them.
+Slurm prints times in the local time of the process that asks, without a zone; the commands
+here run with TZ=UTC (`IN_UTC`), so the times they print, and the times they read, are UTC.
 The tests feed text captured from a real cluster (tests/slurm_output/).
 """
 
@@ -13,6 +14,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+
+# Slurm reads and prints times in the TZ of its caller; a cluster's zone is none of our business.
+IN_UTC = ["env", "TZ=UTC"]
 
 
 class SlurmParseError(ValueError):
@@ -114,7 +118,7 @@ def duration_hours(text: str) -> float | None:
 
 
 def parse_time(text: str) -> datetime | None:
-    """`2026-11-22T04:00:00` -> naive datetime (the cluster's local time); None for Unknown, N/A."""
+    """`2026-11-22T04:00:00` -> naive datetime (UTC under IN_UTC); None for Unknown, N/A."""
     text = text.strip()
     if text in _NO_VALUE:
         return None
@@ -332,6 +336,7 @@ SQUEUE_FORMAT = "|".join(code for _, code in _SQUEUE_FIELDS)
 def squeue_argv(user: str) -> list[str]:
     """The user's jobs, one line per array task, finished ones included for MinJobAge seconds."""
     return [
+        *IN_UTC,
         "squeue",
         "--noheader",
         "--array",
@@ -413,7 +418,7 @@ SACCT_FIELDS = (
 
 
 def sacct_argv(user: str, since: datetime, jobs: Iterable[int | str] = ()) -> list[str]:
-    """The user's jobs that were eligible, ran or ended since `since` (cluster local time).
+    """The user's jobs that were eligible, ran or ended since `since` (naive UTC).
 
     Steps are listed too (no --allocations): only they carry MaxRSS, and only without
     --allocations does the job's line sum its steps' TotalCPU. parse_sacct folds them in.
@@ -421,6 +426,7 @@ def sacct_argv(user: str, since: datetime, jobs: Iterable[int | str] = ()) -> li
     outside any time window: name it in `jobs` to see it.
     """
     argv = [
+        *IN_UTC,
         "sacct",
         "--parsable2",
         "--noheader",
@@ -661,9 +667,12 @@ _WOULD_START = re.compile(
 )
 
 
+TEST_ONLY_ARGV = [*IN_UTC, "sbatch", "--test-only"]
+
+
 @dataclass(frozen=True)
 class WouldStart:
-    start: datetime | None  # the scheduler's estimate, in the cluster's local time
+    start: datetime | None  # the scheduler's estimate, naive UTC
     cpus: int
     nodes: list[str]
     partition: str

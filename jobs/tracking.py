@@ -6,7 +6,7 @@ CPUs, CPU time, peak memory). A job with array tasks (a chain, or similar runs) 
 task and takes its state from them; its accounting adds its tasks' times up.
 """
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
@@ -118,8 +118,8 @@ def _combined_state(queue, acct) -> str:
 
 
 def _aware(moment: datetime | None) -> datetime | None:
-    # Slurm prints the cluster's local time without a zone: read it in the portal's TIME_ZONE.
-    return timezone.make_aware(moment) if moment is not None else None
+    # Slurm printed UTC without a zone: its commands run with TZ=UTC (slurm.IN_UTC).
+    return moment.replace(tzinfo=UTC) if moment is not None else None
 
 
 def _task_order(task_id: str) -> tuple[int, str]:

@@ -4,9 +4,7 @@ The answer is wanted while the user waits (one command, about 10 ms), so it runs
 request rather than through Celery; a cluster that does not answer is said so, not raised."""
 
 from dataclasses import dataclass
-from datetime import datetime
-
-from django.utils import timezone
+from datetime import UTC, datetime
 
 from jobs import remote, slurm
 from jobs.gateway import ClusterError
@@ -24,8 +22,8 @@ class Validation:
     @property
     def start(self) -> datetime | None:
         start = self.would_start.start if self.would_start else None
-        # Slurm prints its local time; read it in the portal's, as the job pages do.
-        return timezone.make_aware(start) if start else None
+        # Naive UTC: Slurm was asked with TZ=UTC (slurm.IN_UTC).
+        return start.replace(tzinfo=UTC) if start else None
 
 
 def validate(user, cluster, script: str) -> Validation:

@@ -92,7 +92,7 @@ def test_it_rejects_what_is_not_a_job_id(text):
 
 def test_squeue_asks_for_the_columns_the_parser_reads():
     argv = squeue_argv("portaltest")
-    assert argv[0] == "squeue"
+    assert argv[:3] == ["env", "TZ=UTC", "squeue"]
     assert "--user=portaltest" in argv
     assert f"--format={SQUEUE_FORMAT}" in argv
     assert {"--noheader", "--array", "--states=all"} <= set(argv)
@@ -179,7 +179,7 @@ def test_squeue_rejects_lines_with_missing_columns():
 
 def test_sacct_asks_for_the_columns_the_parser_reads():
     argv = sacct_argv("portaltest", datetime(2026, 11, 22, 4, 8, 0))
-    assert argv[0] == "sacct"
+    assert argv[:3] == ["env", "TZ=UTC", "sacct"]
     assert {"--parsable2", "--noheader", "--user=portaltest", "--endtime=now"} <= set(argv)
     assert "--starttime=2026-11-22T04:08:00" in argv
     assert f"--format={','.join(SACCT_FIELDS)}" in argv
