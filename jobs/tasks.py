@@ -1,12 +1,17 @@
 """Celery tasks: thin, safe to run twice. They take primary keys, call jobs.remote, and save."""
 
+import logging
+from datetime import timedelta
+
 from celery import shared_task
-from django.db.models import Min
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from jobs import remote, tracking
+from jobs import gpu_samples, remote, tracking
 from jobs.gateway import ClusterError
 from jobs.models import ClusterAccount, Job, JobState
+
+logger = logging.getLogger(__name__)
 
 # Seconds before each retry of a submission the cluster could not take: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
@@ -36,18 +41,34 @@ def submit_job(self, job_id: int) -> None:
 
 @shared_task
 def poll_clusters() -> None:
-    """One squeue and one sacct per login with active jobs, whatever the number of jobs."""
-    logins = (
-        ClusterAccount.objects.filter(jobs__state__in=JobState.active())
-        .select_related("cluster")
-        .annotate(since=Min("jobs__submitted"))
-        .distinct()
-    )
-    for account in logins:
+    """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
+    the new lines of their GPU sample files, over SFTP."""
+    for account in _logins_to_poll(timezone.now()):
         jobs = list(account.jobs.filter(state__in=JobState.active()))
+        if jobs:
+            try:
+                since = min(job.submitted or job.created for job in jobs)
+                snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
+            except ClusterError:
+                Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
+                continue
+            tracking.apply(snapshot, jobs)
+        # GPU samples are read with the states they belong to; failing to read them marks no
+        # job stale (the states are fresh) and costs nothing but a retry next poll.
         try:
-            snapshot = remote.poll(account, account.since, [j.slurm_id for j in jobs])
-        except ClusterError:
-            Job.objects.filter(pk__in=[j.pk for j in jobs]).update(stale=True)
-            continue
-        tracking.apply(snapshot, jobs)
+            gpu_samples.collect(account, jobs)
+        except ClusterError as error:
+            logger.warning("GPU samples of %s not read: %s", account, error.message)
+        except Exception:
+            # One login's bad data must not stop the others' polls.
+            logger.exception("GPU samples of %s not stored", account)
+
+
+def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
+    active = Q(jobs__state__in=JobState.active())
+    # A job that ended lately may have its sampler's last lines still to read.
+    unread = Q(
+        jobs__ended__gte=now - timedelta(seconds=gpu_samples.FINAL_READ_SECONDS),
+        jobs__sample_files__finished=False,
+    )
+    return ClusterAccount.objects.filter(active | unread).select_related("cluster").distinct()
