@@ -1,16 +1,22 @@
 """Jobs: submit, list, follow, cancel and read output. Pages read the database only; the cluster
 is asked by Celery tasks, except for the output a user asks to see and a cancel."""
 
+from urllib.parse import urlencode
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
-from jobs import remote, tasks
+from jobs import efficiency, remote, tasks
+from jobs.compose import compose as compose_script
+from jobs.forms import ComposeForm
 from jobs.gateway import ClusterError
 from jobs.models import ClusterAccount, Composition, Job, JobState
 
@@ -79,7 +85,7 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
         response = render(request, "jobs/job.html#status", ctx)
         # 286 swaps this last answer in and tells htmx to stop asking.
         return response if not obj.is_final else _stop_polling(response)
-    return render(request, "jobs/job.html", ctx)
+    return render(request, "jobs/job.html", ctx | _gpu_context(obj))
 
 
 def _stop_polling(response: HttpResponse) -> HttpResponse:
@@ -126,3 +132,63 @@ def job_output(request: HttpRequest, pk: int) -> HttpResponse:
         text, error = "", failure.message
     ctx = {"job": obj, "stream": stream, "text": text, "error": error, "cap": remote.OUTPUT_CAP}
     return render(request, "jobs/job_output.html", ctx)
+
+
+@login_required
+@require_safe
+def job_gpus(request: HttpRequest, pk: int) -> HttpResponse:
+    """The GPU fragment alone, for htmx to refresh while the job runs."""
+    obj = _get_job_for_user(request, pk)
+    response = render(request, "jobs/job_gpus.html", _gpu_context(obj))
+    return _stop_polling(response) if request.htmx and obj.is_final else response
+
+
+def _gpu_context(obj: Job) -> dict:
+    return {
+        "job": obj,
+        "gpu": efficiency.gpu_panel(obj),
+        "sample_seconds": max(settings.SAMPLE_SECONDS, 2),
+        "warmup_minutes": round(settings.GPU_WARMUP_SECONDS / 60),
+    }
+
+
+@login_required
+@require_POST
+def job_next_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """A new composition from the job's, with the efficiency report's suggestions applied."""
+    obj = _get_job_for_user(request, pk)
+    composition = obj.composition
+    if composition is None:
+        messages.error(
+            request,
+            "This job has no composition in the portal (it was deleted, or the job was not "
+            "composed here): apply the suggestions in the composer yourself.",
+        )
+        return redirect(obj)
+    suggestions = efficiency.job_report(obj).suggestions
+    if not suggestions:
+        messages.info(request, "The report suggests no change: submit the same composition again.")
+        return redirect(composition)
+    fields = efficiency.apply(composition.fields, suggestions)
+    changes = ", ".join(s.change for s in suggestions)
+    composed = compose_script(ComposeForm(fields))
+    if composition.edited or composed is None or not composed.script:
+        # The form decides, not us: it shows what needs the user's eye beside the field.
+        why = (
+            "its script was edited by hand, so redo those edits"
+            if composition.edited
+            else "the composer has questions about them"
+        )
+        messages.warning(
+            request, f"The next run's settings ({changes}) are in the composer: {why}."
+        )
+        query = urlencode({k: v for k, v in fields.items() if v is not None})
+        return redirect(f"{reverse('jobs:compose')}?{query}")
+    new = Composition.objects.create(
+        owner=request.user,
+        name=f"{composition.name} (next run)"[:100],
+        fields=fields,
+        script=composed.script,
+    )
+    messages.success(request, f"Saved “{new.name}” with {changes}.")
+    return redirect(new)
