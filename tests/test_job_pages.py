@@ -101,3 +101,13 @@ def test_submitting_without_a_login_keeps_the_composition(user_client, user, see
     assert response.status_code == 302 and response["Location"] == "/jobs/logins/"
     assert user.compositions.count() == 1
     assert not Job.objects.exists()
+
+
+def test_the_cancel_button_leaves_with_the_live_update_that_says_the_job_ended(user_client, job):
+    htmx = {"HX-Request": "true"}
+    assert "Cancel the job" in user_client.get(f"/jobs/{job.pk}/", headers=htmx).content.decode()
+    job.state = JobState.COMPLETED
+    job.save()
+    response = user_client.get(f"/jobs/{job.pk}/", headers=htmx)
+    assert response.status_code == 286 and "Completed" in response.content.decode()
+    assert "Cancel the job" not in response.content.decode()
