@@ -1,0 +1,177 @@
+"""GPU monitoring inside real Slurm jobs on the dev cluster, with the fake NVML.
+
+The jobs are scripts rendered by jobs/script.py, filled in by with_monitoring() as the portal does
+when it submits, and run as the test user (who cannot read /work: the fake NVML is copied to its
+home). The time-limit test waits for Slurm to end a job of one minute: about 90 s.
+"""
+
+import json
+import shlex
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from guidance.engine import Placement
+from jobs.monitoring import with_monitoring
+from jobs.script import MONITORING_START, ScriptSpec, render
+
+FAKE_NVML = Path(__file__).resolve().parent / "fake_nvml" / "pynvml.py"
+FAKE_HOME_DIR = "portal-test-fake-nvml"  # in the test user's home
+GPU0 = "GPU-00000000-0000-0000-0000-000000000000"
+
+
+@pytest.fixture(scope="module")
+def cluster(devcluster):
+    source = FAKE_NVML.read_text()
+    assert "\nFAKE_NVML_EOF\n" not in source
+    copy = f"mkdir -p {FAKE_HOME_DIR} && cat > {FAKE_HOME_DIR}/pynvml.py <<'FAKE_NVML_EOF'\n"
+    result = devcluster.ssh(f"{copy}{source}FAKE_NVML_EOF\n")
+    assert result.returncode == 0, result.stderr
+    return devcluster
+
+
+def _script(name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00") -> str:
+    spec = ScriptSpec(
+        cluster="portallab",
+        job_name=name,
+        partition="gpu-a100",
+        gpu_type="a100",
+        gpus_per_node=2,
+        nodes=nodes,
+        cpus_per_task=1,
+        mem="1000M",
+        time=time_limit,
+        command=command,
+        placement=Placement.SHARED,
+        data_source="$HOME",
+        results_dest=f"$HOME/portal-jobs/{name}/results",
+    )
+    fake = (
+        f'export PYTHONPATH="$HOME/{FAKE_HOME_DIR}" PORTAL_SAMPLER_NVML=pynvml'
+        " FAKE_NVML_UTILIZATION=30,0"
+    )
+    text = render(spec).replace(MONITORING_START, f"{fake}\n{MONITORING_START}")
+    monitored = with_monitoring(text, f"portal-jobs/{name}", interval=1)
+    assert monitored != text
+    return monitored
+
+
+def _submit(cluster, script: str, name: str) -> str:
+    path = f"portal-jobs/{name}/job.sbatch"
+    assert "\nJOB_SCRIPT_EOF\n" not in script
+    result = cluster.ssh(
+        f"mkdir -p portal-jobs/{name} && cat > {path} <<'JOB_SCRIPT_EOF'\n{script}JOB_SCRIPT_EOF\n"
+        f"sbatch --parsable {path}"
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().split(";")[0]
+
+
+def _lines(cluster, name: str, job_id: str) -> dict[str, list[dict]]:
+    """Every node's file, parsed; a JSON error fails the test."""
+    files = cluster.ssh(f"cd portal-jobs/{name} && ls gpu-{job_id}.*.jsonl 2>/dev/null || true")
+    found = {}
+    for file in files.stdout.split():
+        text = cluster.ssh(f"cat portal-jobs/{name}/{shlex.quote(file)}").stdout
+        complete = text[: text.rfind("\n") + 1]
+        found[file] = [json.loads(line) for line in complete.splitlines()]
+    return found
+
+
+def _wait_for(cluster, name: str, job_id: str, done, timeout: float) -> dict[str, list[dict]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _lines(cluster, name, job_id)
+        if found and done(found):
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not there within {timeout} s: {found}")
+        time.sleep(1)
+
+
+def _count(records: list[dict], kind: str) -> int:
+    return sum(r["type"] == kind for r in records)
+
+
+def _summarized(found: dict[str, list[dict]]) -> bool:
+    return all(
+        [r["type"] for r in records][-2:] == ["summary", "summary"] for records in found.values()
+    )
+
+
+def _sacct(cluster, job_id: str, timeout: float = 60) -> tuple[str, str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = cluster.ssh(f"sacct -X -n -P -j {job_id} -o State,ExitCode")
+        state, _, code = result.stdout.strip().partition("|")
+        if state and state not in ("PENDING", "RUNNING", "COMPLETING"):
+            return state.split()[0], code
+        time.sleep(1)
+    raise AssertionError(f"job {job_id} still not finished in sacct")
+
+
+def _name() -> str:
+    return f"mon-{uuid.uuid4().hex[:8]}"
+
+
+def test_samples_arrive_while_it_runs_and_a_cancel_leaves_summaries(cluster):
+    name = _name()
+    job_id = _submit(cluster, _script(name, "sleep 300", nodes=2), name)
+    found = _wait_for(
+        cluster,
+        name,
+        job_id,
+        lambda f: (
+            len(f) == 2 and all(sum(r["type"] == "sample" for r in v) >= 4 for v in f.values())
+        ),
+        timeout=60,
+    )
+    assert sorted(found) == [f"gpu-{job_id}.a100-1.jsonl", f"gpu-{job_id}.a100-2.jsonl"]
+    for records in found.values():
+        samples = [r for r in records if r["type"] == "sample"]
+        assert {r["utilization"] for r in samples if r["uuid"] == GPU0} == {30}
+        assert not any(r["type"] == "summary" for r in records)  # still running
+
+    cancelled = time.monotonic()
+    assert cluster.ssh(f"scancel {job_id}").returncode == 0
+    found = _wait_for(cluster, name, job_id, _summarized, timeout=15)
+    assert time.monotonic() - cancelled < 15
+    for records in found.values():
+        summaries = [r for r in records if r["type"] == "summary"]
+        assert {s["stopped_by"] for s in summaries} <= {"SIGTERM", "SIGINT"}
+        assert {s["mean_utilization"] for s in summaries} == {30, 0}
+    assert _sacct(cluster, job_id)[0] == "CANCELLED"
+
+
+def test_a_job_that_exits_0_is_completed_0_and_its_sampler_stops(cluster):
+    name = _name()
+    job_id = _submit(cluster, _script(name, "sleep 4; echo done"), name)
+    assert _sacct(cluster, job_id) == ("COMPLETED", "0:0")
+    found = _wait_for(cluster, name, job_id, _summarized, timeout=15)
+    [records] = found.values()
+    assert records[-1]["stopped_by"] == "SIGINT"  # the exit trap, through srun
+    assert _count(records, "sample") >= 4
+    output = cluster.ssh(
+        f"cat portal-jobs/{name}/slurm-{job_id}.out portal-jobs/{name}/slurm-{job_id}.err"
+    )
+    assert output.stdout == "done\n"  # srun's messages went to the sampler's log
+
+
+def test_a_job_that_fails_keeps_its_exit_code(cluster):
+    name = _name()
+    job_id = _submit(cluster, _script(name, "sleep 2; exit 3"), name)
+    assert _sacct(cluster, job_id) == ("FAILED", "3:0")
+    assert _wait_for(cluster, name, job_id, _summarized, timeout=15)
+
+
+def test_a_job_over_its_time_limit_leaves_summaries(cluster):
+    # Slow (about 90 s): Slurm checks time limits every 30 s, then KillWait is 5 s.
+    name = _name()
+    job_id = _submit(cluster, _script(name, "sleep 600", time_limit="1"), name)
+    found = _wait_for(cluster, name, job_id, _summarized, timeout=150)
+    for records in found.values():
+        assert {r["stopped_by"] for r in records if r["type"] == "summary"} <= {"SIGTERM", "SIGINT"}
+        assert _count(records, "sample") >= 40
+    assert _sacct(cluster, job_id)[0] == "TIMEOUT"
