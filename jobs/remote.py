@@ -4,9 +4,12 @@ through the parsers in jobs.slurm; models come in, plain results go out, nothing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
+
 from jobs import keys, slurm
 from jobs.gateway import ClusterError, ErrorKind, Login, gateway
 from jobs.models import ClusterAccount, Job
+from jobs.monitoring import with_monitoring
 
 TAG_PREFIX = "portal:"
 OUTPUT_CAP = 64 * 1024  # the tail of stdout or stderr a job page shows
@@ -79,10 +82,17 @@ def submit(job: Job, look_first: bool) -> str:
     if look_first and (existing := find_submitted(login, job)):
         return existing
     args = [job.job_dir, tag(job)]
-    result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=job.script)
+    script = submitted_script(job)
+    result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=script)
     if result.exit_status != 0:
         raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
     return str(slurm.parse_sbatch(result.stdout).job_id)
+
+
+def submitted_script(job: Job) -> str:
+    """The job's script as Slurm gets it: with the GPU sampler between its monitoring markers
+    when it asks for GPUs (jobs.monitoring); the job keeps the text its owner composed."""
+    return with_monitoring(job.script, job.job_dir, settings.SAMPLE_SECONDS)
 
 
 def test_only(account: ClusterAccount, script: str) -> slurm.WouldStart:

@@ -65,16 +65,28 @@ def env_bool(name: str, default: bool) -> bool:
         raise ImproperlyConfigured(f"{name} must be one of {allowed}, got {value!r}") from None
 
 
-def env_int(name: str, default: int | _Required = REQUIRED) -> int:
+def env_int(
+    name: str,
+    default: int | _Required = REQUIRED,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
     value = _raw(name)
     if value is None:
         if default is REQUIRED:
             raise _missing(name, "")
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        low = "" if minimum is None else f"at least {minimum}"
+        high = "" if maximum is None else f"at most {maximum}"
+        bounds = " and ".join(part for part in (low, high) if part)
+        raise ImproperlyConfigured(f"{name} must be {bounds}, got {number}")
+    return number
 
 
 def env_list(name: str, default: Iterable[str] = ()) -> list[str]:

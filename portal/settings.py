@@ -168,7 +168,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celery-beat-schedule")
 # How often the worker asks each cluster login with active jobs what became of them: one squeue
 # and one sacct per login, whatever the number of jobs or of people watching.
-POLL_SECONDS = env_int("POLL_SECONDS", 10)
+POLL_SECONDS = env_int("POLL_SECONDS", 10, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
 }
@@ -176,8 +176,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 # GPU monitoring. The sampler in each GPU job writes a line per GPU every SAMPLE_SECONDS; the
 # portal warns about wasted GPUs only after GPU_WARMUP_SECONDS of a job's run (data loading,
 # compilation and the first batches are slow everywhere), 5 minutes unless tests say less.
-SAMPLE_SECONDS = env_int("SAMPLE_SECONDS", 10)
-GPU_WARMUP_SECONDS = env_int("GPU_WARMUP_SECONDS", 300)
+SAMPLE_SECONDS = env_int("SAMPLE_SECONDS", 10, minimum=1, maximum=3600)
+GPU_WARMUP_SECONDS = env_int("GPU_WARMUP_SECONDS", 300, minimum=0)
 
 LOG_LEVEL = env_choice("LOG_LEVEL", ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], "INFO")
 LOGGING = {

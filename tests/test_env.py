@@ -75,6 +75,18 @@ def test_env_int_names_the_variable_and_the_bad_value(monkeypatch: pytest.Monkey
     assert str(raised.value) == f"{NAME} must be an integer, got '80x'"
 
 
+def test_env_int_keeps_to_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(NAME, "0")
+    with pytest.raises(ImproperlyConfigured) as raised:
+        env_int(NAME, 10, minimum=1, maximum=3600)
+    assert str(raised.value) == f"{NAME} must be at least 1 and at most 3600, got 0"
+    monkeypatch.setenv(NAME, "3601")
+    with pytest.raises(ImproperlyConfigured, match=r"at most 3600, got 3601$"):
+        env_int(NAME, 10, maximum=3600)
+    monkeypatch.setenv(NAME, "3600")
+    assert env_int(NAME, 10, minimum=1, maximum=3600) == 3600
+
+
 def test_env_int_names_a_missing_required_variable() -> None:
     with pytest.raises(ImproperlyConfigured, match=f"^{NAME} is not set"):
         env_int(NAME)

@@ -2,18 +2,25 @@
 
 The jobs are scripts rendered by jobs/script.py, filled in by with_monitoring() as the portal does
 when it submits, and run as the test user (who cannot read /work: the fake NVML is copied to its
-home). The time-limit test waits for Slurm to end a job of one minute: about 90 s.
+home and named in the job's environment, before the monitoring block). The last test goes through
+the portal itself: its Celery tasks submit and poll over the real sshd, and the job page shows
+what the sampler wrote. The time-limit test waits for Slurm to end a job of one minute: about 90 s.
 """
 
+import io
 import json
+import re
 import shlex
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from guidance.engine import Placement
+from jobs import tasks
+from jobs.models import ClusterAccount, Job, JobState, SampleFile
 from jobs.monitoring import with_monitoring
 from jobs.script import MONITORING_START, ScriptSpec, render
 
@@ -32,7 +39,8 @@ def cluster(devcluster):
     return devcluster
 
 
-def _script(name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00") -> str:
+def _composed(name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00") -> str:
+    """A script as the composer renders it, told to use the fake NVML with GPUs 30% and 0% busy."""
     spec = ScriptSpec(
         cluster="portallab",
         job_name=name,
@@ -52,7 +60,11 @@ def _script(name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00
         f'export PYTHONPATH="$HOME/{FAKE_HOME_DIR}" PORTAL_SAMPLER_NVML=pynvml'
         " FAKE_NVML_UTILIZATION=30,0"
     )
-    text = render(spec).replace(MONITORING_START, f"{fake}\n{MONITORING_START}")
+    return render(spec).replace(MONITORING_START, f"{fake}\n{MONITORING_START}")
+
+
+def _script(name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00") -> str:
+    text = _composed(name, command, nodes, time_limit)
     monitored = with_monitoring(text, f"portal-jobs/{name}", interval=1)
     assert monitored != text
     return monitored
@@ -175,3 +187,62 @@ def test_a_job_over_its_time_limit_leaves_summaries(cluster):
         assert {r["stopped_by"] for r in records if r["type"] == "summary"} <= {"SIGTERM", "SIGINT"}
         assert _count(records, "sample") >= 40
     assert _sacct(cluster, job_id)[0] == "TIMEOUT"
+
+
+@pytest.fixture
+def account(cluster, seeded, user) -> ClusterAccount:
+    call_command("register_devcluster", user.username, stdout=io.StringIO())
+    return ClusterAccount.objects.get(owner=user, cluster__slug="local")
+
+
+def _poll_until(job: Job, done, timeout: float) -> Job:
+    deadline = time.monotonic() + timeout
+    while True:
+        tasks.poll_clusters.apply()
+        job.refresh_from_db()
+        if done(job):
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not there within {timeout} s: {job.state}, {job.gpu_warning!r}")
+        time.sleep(0.5)
+
+
+def test_the_portal_submits_with_monitoring_and_the_job_page_shows_the_gpus(
+    account, user_client, settings
+):
+    settings.SAMPLE_SECONDS = 1
+    settings.GPU_WARMUP_SECONDS = 3
+    name = _name()
+    composed = _composed(name, "sleep 14")
+    job = Job.objects.create(owner=account.owner, account=account, name=name, script=composed)
+    tasks.submit_job.apply(args=[job.pk])
+    job.refresh_from_db()
+    assert job.slurm_id and job.script == composed  # the job keeps what its owner composed
+
+    running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 40)
+    page = user_client.get(f"/jobs/{running.pk}/").content.decode()
+    svg = re.search(r'<svg class="gpu-chart".*?</svg>', page, re.S).group(0)
+    assert svg.count('class="gpu-series"') == 2
+    node = running.nodes
+    assert f"GPU 0 on {node}: 30% busy on average" in svg
+    assert f"GPU 1 on {node}: 0% busy on average" in svg
+    assert f"GPU 1 on {node} has done nothing for under a minute" in page
+    assert "Your 2 GPUs are 15% busy on average; the cluster asks for more than 90%." in page
+    assert "Ask for 1 GPU instead of 2" in page
+    assert "Efficiency report" not in page
+
+    ended = _poll_until(
+        job,
+        lambda j: j.is_final and not j.sample_files.filter(finished=False).exists(),
+        60,
+    )
+    assert ended.state == JobState.COMPLETED and ended.exit_code == 0
+    assert SampleFile.objects.get(job=ended).path == (
+        f"portal-jobs/{name}/gpu-{ended.slurm_id}.{node}.jsonl"
+    )
+    page = user_client.get(f"/jobs/{ended.pk}/").content.decode()
+    assert "Efficiency report" in page
+    assert "15% on average" in page
+    assert f"GPU 0 on {node}: 30%; GPU 1 on {node}: 0%." in page
+    assert "Under the 90% target 100% of the sampled time." in page
+    assert "1 GPU instead of 2" in page
