@@ -1,5 +1,7 @@
 """A portal submission (the Celery task's work, in-process) against a bare paramiko `sbatch` on
-an open connection, on the local cluster: medians over N runs, and their ratio.
+an open connection, on the local cluster: medians over N runs, and their ratio. Twice: a job
+without GPUs, and a GPU job, which the portal sends with its GPU sampler (about 20 kB) filled in
+while the baseline sends the script as composed.
 Usage: .venv/bin/python bench/submit.py [N]
 """
 
@@ -46,34 +48,46 @@ def _bare_client(login):
 
 def main() -> None:
     account = portal_with_local_cluster()
-    from jobs import remote, tasks
     from jobs.gateway import gateway
-    from jobs.models import Job
+    from jobs.remote import login_for
+    from jobs.script import MONITORING_START, MONITORING_STOP
 
-    login = remote.login_for(account)
+    login = login_for(account)
     gateway.run(login, ["mkdir", "-p", "portal-jobs/bench"])
     client = _bare_client(login)
+    gpu_script = SCRIPT.replace(
+        "true\n", f"#SBATCH --gres=gpu:a100:1\n{MONITORING_START}\n{MONITORING_STOP}\ntrue\n"
+    )
+    for label, script in (("no GPUs", SCRIPT), ("a GPU job", gpu_script)):
+        bare, portal = _measure(account, client, script)
+        b, p = statistics.median(bare) * 1000, statistics.median(portal) * 1000
+        print(
+            f"{label}: bare paramiko sbatch: median {b:.1f} ms; portal submission: median "
+            f"{p:.1f} ms; ratio {p / b:.2f} (n={RUNS})"
+        )
+    gateway.run(login, ["scancel", "--user", login.username, "--state", "PENDING"])
+
+
+def _measure(account, client, script: str) -> tuple[list[float], list[float]]:
+    from jobs import tasks
+    from jobs.models import Job
+
     bare, portal = [], []
     for _ in range(RUNS):
         start = time.perf_counter()
         stdin, stdout, _ = client.exec_command("sbatch --parsable")
-        stdin.write(SCRIPT)
+        stdin.write(script)
         stdin.channel.shutdown_write()
         assert stdout.read().strip() and stdout.channel.recv_exit_status() == 0
         bare.append(time.perf_counter() - start)
 
-        job = Job.objects.create(owner=account.owner, account=account, name="bench", script=SCRIPT)
+        job = Job.objects.create(owner=account.owner, account=account, name="bench", script=script)
         start = time.perf_counter()
         tasks.submit_job.apply(args=[job.pk])
         portal.append(time.perf_counter() - start)
         job.refresh_from_db()
         assert job.slurm_id, job.message
-    gateway.run(login, ["scancel", "--user", login.username, "--state", "PENDING"])
-    b, p = statistics.median(bare) * 1000, statistics.median(portal) * 1000
-    print(
-        f"bare paramiko sbatch: median {b:.1f} ms; portal submission: median {p:.1f} ms; "
-        f"ratio {p / b:.2f} (n={RUNS})"
-    )
+    return bare, portal
 
 
 if __name__ == "__main__":

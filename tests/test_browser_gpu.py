@@ -2,18 +2,14 @@
 button saves the next run."""
 
 import io
-from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from guidance.models import Cluster
-from jobs.models import Composition, Job, JobState
+from jobs.models import JobState
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (a fixture)
-from tests.test_compose_page import GOOD
-from tests.test_efficiency import add_samples
-from tests.test_job_pages import _account
+from tests.test_efficiency import add_samples, resnet_job
 
 
 @pytest.fixture
@@ -22,21 +18,7 @@ def job(live_server, transactional_db, django_user_model, settings):
     settings.SAMPLE_SECONDS = 2
     call_command("seed_guidance", stdout=io.StringIO())
     user = django_user_model.objects.create_user("alice", password="alice-password")
-    fields = GOOD | {"gpu_count": "2", "multi_gpu": "on", "hours": "4"}
-    job = Job.objects.create(
-        owner=user,
-        account=_account(user, Cluster.objects.get(slug="narval")),
-        composition=Composition.objects.create(
-            owner=user, name="resnet", fields=fields, script="#!/bin/bash\n"
-        ),
-        name="resnet",
-        script="#!/bin/bash\n",
-        slurm_id="77",
-        state=JobState.RUNNING,
-        started=timezone.now() - timedelta(hours=1),
-        cpus=12,
-        gpus=2,
-    )
+    job = resnet_job(user, composition=True)
     add_samples(job, 0, 30.0)
     add_samples(job, 1, 0.0)
     return job

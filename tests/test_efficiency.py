@@ -139,13 +139,23 @@ def test_slurm_time(minutes, text):
 # --- The database edge --------------------------------------------------------------------
 
 
-@pytest.fixture
-def running_job(user, seeded):
+def resnet_job(user, *, composition: bool = False) -> Job:
+    """A job on narval running for an hour with 2 GPUs and 12 CPUs; with `composition`, the
+    composer's fields it came from (2 GPUs for 4 hours)."""
     from guidance.models import Cluster
+    from jobs.models import Composition
+    from tests.test_compose_page import GOOD
 
+    composed = None
+    if composition:
+        fields = GOOD | {"gpu_count": "2", "multi_gpu": "on", "hours": "4"}
+        composed = Composition.objects.create(
+            owner=user, name="resnet", fields=fields, script="#!/bin/bash\n"
+        )
     return Job.objects.create(
         owner=user,
         account=_account(user, Cluster.objects.get(slug="narval")),
+        composition=composed,
         name="resnet",
         script="#!/bin/bash\n",
         slurm_id="77",
@@ -154,6 +164,11 @@ def running_job(user, seeded):
         cpus=12,
         gpus=2,
     )
+
+
+@pytest.fixture
+def running_job(user, seeded):
+    return resnet_job(user)
 
 
 def add_samples(job, index: int, utilization: float | None, *, minutes=60, node="a100-2", **kw):

@@ -4,12 +4,11 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from jobs import gpu_chart
 from jobs.models import Composition, Job, JobState, SampleFile
 from tests.test_compose_page import GOOD
-from tests.test_efficiency import add_samples
+from tests.test_efficiency import add_samples, resnet_job
 from tests.test_job_pages import _account, stranger_client  # noqa: F401  (a fixture)
 
 HX = {"HX-Request": "true"}
@@ -17,25 +16,8 @@ HX = {"HX-Request": "true"}
 
 @pytest.fixture
 def job(user, seeded, settings):
-    from guidance.models import Cluster
-
     settings.GPU_WARMUP_SECONDS = 300
-    fields = GOOD | {"gpu_count": "2", "multi_gpu": "on", "hours": "4"}
-    composition = Composition.objects.create(
-        owner=user, name="resnet", fields=fields, script="#!/bin/bash\n"
-    )
-    job = Job.objects.create(
-        owner=user,
-        account=_account(user, Cluster.objects.get(slug="narval")),
-        composition=composition,
-        name="resnet",
-        script="#!/bin/bash\n",
-        slurm_id="77",
-        state=JobState.RUNNING,
-        started=timezone.now() - timedelta(hours=1),
-        cpus=12,
-        gpus=2,
-    )
+    job = resnet_job(user, composition=True)
     add_samples(job, 0, 30.0)
     add_samples(job, 1, 0.0)
     return job
