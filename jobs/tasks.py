@@ -15,17 +15,24 @@ logger = logging.getLogger(__name__)
 
 # Seconds before each retry of a submission the cluster could not take: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
+# What a submission reads: a few columns, not every row's whole text (bench/submit.py).
+SUBMIT_FIELDS = (
+    "name", "tag", "script", "state", "slurm_id", "message", "submit_started",
+    "account__username", "account__private_key_encrypted",
+    "account__cluster__login_host", "account__cluster__login_port",
+    "account__cluster__host_key",
+)  # fmt: skip
 
 
 @shared_task(bind=True, max_retries=len(RETRY_DELAYS), acks_late=True)
 def submit_job(self, job_id: int) -> None:
-    job = Job.objects.select_related("account__cluster").get(pk=job_id)
+    job = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS).get(pk=job_id)
     if job.state != JobState.SUBMITTING or job.slurm_id:
         return  # already done: a second delivery of the same task changes nothing
     look_first = job.submit_started is not None
     if not look_first:
         job.submit_started = timezone.now()
-        job.save(update_fields=["submit_started"])
+        Job.objects.filter(pk=job.pk).update(submit_started=job.submit_started)
     try:
         slurm_id = remote.submit(job, look_first)
     except remote.Rejected as rejected:

@@ -132,6 +132,19 @@ def test_a_rejected_submission_shows_slurms_message(account, directive, slurm_sa
     assert job.script.endswith("true\n")  # what the user wrote is kept
 
 
+def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(account):
+    job = _job(account, "true")
+    login = remote.login_for(account)
+    gateway.write_file(login, job.job_dir, b"a file where the job's folder should be\n")
+    opened = gateway.connections_opened
+    job = _submit(job)
+    assert job.state == JobState.SUBMIT_FAILED
+    assert job.message.startswith("The job's folder could not be made on the cluster: mkdir:")
+    assert "File exists" in job.message
+    assert _submit(_job(account, "true")).state == JobState.PENDING
+    assert gateway.connections_opened == opened  # the pooled connection was not dropped
+
+
 def test_a_second_submission_finds_the_job_the_first_made(account):
     # As if the worker died right after sbatch: the job is on the cluster, the database
     # does not know. The task, run again, must adopt it rather than submit again.
