@@ -1,6 +1,7 @@
 """What the portal does on a cluster. Every command goes through the gateway and every answer
 through the parsers in jobs.slurm; models come in, plain results go out, nothing is saved here."""
 
+import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -72,9 +73,11 @@ def find_submitted(login: Login, job: Job) -> str:
 # (a job run before), sbatch is the only process started. sbatch reads its stdin to the end
 # before anything else can fail, so the gateway's stdin drain is not needed after it; on every
 # path where sbatch does not start (mkdir failed, no sbatch), the shell goes on to the drain.
+NO_SBATCH = "No sbatch on the login node's PATH: is Slurm's client installed there?"
 SUBMIT = (
-    '{ [ -d "$1" ] || mkdir -p -- "$1"; } && command -v sbatch >/dev/null '
-    '&& exec sbatch --parsable --comment="$2"'
+    '{ [ -d "$1" ] || mkdir -p -- "$1"; } && '
+    f"{{ command -v sbatch >/dev/null || {{ echo {shlex.quote(NO_SBATCH)} >&2; false; }}; }} && "
+    'exec sbatch --parsable --comment="$2"'
 )
 
 
@@ -162,5 +165,7 @@ def plain_words(message: str) -> str:
 def explain(message: str) -> str:
     if message.startswith("mkdir:"):  # SUBMIT's first step: sbatch never ran
         return f"The job's folder could not be made on the cluster: {message}"
+    if message == NO_SBATCH:
+        return message
     plain = plain_words(message)
     return f"Slurm refused the job: {message}" + (f"\n{plain}" if plain else "")

@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from jobs import keys, remote, tasks
-from jobs.gateway import gateway
+from jobs.gateway import _command_line, gateway
 from jobs.models import ClusterAccount, Job, JobState
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
@@ -143,6 +143,25 @@ def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(ac
     assert "File exists" in job.message
     assert _submit(_job(account, "true")).state == JobState.PENDING
     assert gateway.connections_opened == opened  # the pooled connection was not dropped
+
+
+def test_without_sbatch_on_the_path_the_submission_says_so(tmp_path):
+    # The remote command line as the gateway sends it, run by a shell whose PATH has no sbatch.
+    (tmp_path / "portal-jobs" / "t").mkdir(parents=True)
+    line = _command_line(f"set -- portal-jobs/t portal:x; {remote.SUBMIT}", with_stdin=True)
+    result = subprocess.run(
+        ["/bin/sh", "-c", line],
+        input="#!/bin/bash\ntrue\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": str(tmp_path)},
+        check=False,
+    )
+    assert result.returncode == 1
+    assert remote.explain(result.stderr.strip()) == (
+        "No sbatch on the login node's PATH: is Slurm's client installed there?"
+    )
 
 
 def test_a_second_submission_finds_the_job_the_first_made(account):
