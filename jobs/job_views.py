@@ -19,6 +19,7 @@ from jobs.compose import compose as compose_script
 from jobs.forms import ComposeForm
 from jobs.gateway import ClusterError
 from jobs.models import ClusterAccount, Composition, Job, JobState
+from jobs.monitoring import is_monitored
 
 PAGE_SIZE = 25
 
@@ -85,7 +86,8 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
         response = render(request, "jobs/job.html#status", ctx)
         # 286 swaps this last answer in and tells htmx to stop asking.
         return response if not obj.is_final else _stop_polling(response)
-    return render(request, "jobs/job.html", ctx | _gpu_context(obj))
+    monitored = bool(obj.slurm_id) and is_monitored(obj.script)
+    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | {"monitored": monitored})
 
 
 def _stop_polling(response: HttpResponse) -> HttpResponse:

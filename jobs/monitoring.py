@@ -32,15 +32,23 @@ def asks_for_gpus(script: str) -> bool:
     return GPU_REQUEST.search(script) is not None
 
 
-def with_monitoring(script: str, job_dir: str, interval: int = DEFAULT_INTERVAL) -> str:
-    """The script with the monitoring block between its markers; unchanged without markers or
-    without a GPU request. job_dir is relative to the submit directory (or absolute)."""
+def is_monitored(script: str) -> bool:
+    """Whether with_monitoring() fills the script in: it asks for GPUs and has both markers, with
+    nothing between them (filled in already, or edited: left as it is)."""
     lines = script.split("\n")
-    if MONITORING_START not in lines or MONITORING_STOP not in lines or not asks_for_gpus(script):
-        return script
+    if MONITORING_START not in lines or MONITORING_STOP not in lines:
+        return False
     start, stop = lines.index(MONITORING_START), lines.index(MONITORING_STOP)
-    if stop != start + 1:  # already filled in (submitted twice), or edited: leave it as it is
+    return stop == start + 1 and asks_for_gpus(script)
+
+
+def with_monitoring(script: str, job_dir: str, interval: int = DEFAULT_INTERVAL) -> str:
+    """The script with the monitoring block between its markers (see is_monitored(); unchanged
+    otherwise). job_dir is relative to the submit directory (or absolute)."""
+    if not is_monitored(script):
         return script
+    lines = script.split("\n")
+    start, stop = lines.index(MONITORING_START), lines.index(MONITORING_STOP)
     block = monitoring_block(job_dir, interval).split("\n")
     return "\n".join([*lines[: start + 1], *block, *lines[stop:]])
 

@@ -230,6 +230,7 @@ def test_the_portal_submits_with_monitoring_and_the_job_page_shows_the_gpus(
     assert "Your 2 GPUs are 15% busy on average; the cluster asks for more than 90%." in page
     assert "Ask for 1 GPU instead of 2" in page
     assert "Efficiency report" not in page
+    assert "Slurm got this script with the portal's GPU sampler added" in page
 
     ended = _poll_until(
         job,
