@@ -118,6 +118,7 @@ def test_the_report_after_the_job_ends(user_client, job):
     assert "--time=1:15:00 instead of 4:00:00" in page
     assert "1 GPU instead of 2" in page
     assert "Save as the next run" in page
+    assert "While it ran:" in page and "<caption>Each GPU over the whole run</caption>" in page
 
 
 def test_the_next_run_gets_fewer_gpus_and_less_time(user_client, job, user):
