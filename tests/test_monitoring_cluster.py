@@ -39,9 +39,13 @@ def cluster(devcluster):
     return devcluster
 
 
-def _composed(name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00") -> str:
+def _composed(
+    name: str, command: str, nodes: int = 1, time_limit: str = "00:03:00", array: str = ""
+) -> str:
     """A script as the composer renders it, told to use the fake NVML with GPUs 30% and 0% busy."""
     spec = ScriptSpec(
+        array=array,
+        chain=bool(array),
         cluster="portallab",
         job_name=name,
         partition="gpu-a100",
@@ -247,3 +251,24 @@ def test_the_portal_submits_with_monitoring_and_the_job_page_shows_the_gpus(
     assert f"GPU 0 on {node}: 30%; GPU 1 on {node}: 0%." in page
     assert "Under the 90% target 100% of the sampled time." in page
     assert "1 GPU instead of 2" in page
+
+
+def test_each_part_of_a_chain_is_sampled_and_shown(account, user_client, settings):
+    settings.SAMPLE_SECONDS = 1
+    name = _name()
+    script = _composed(name, "sleep 3", array="1-2%1")
+    job = Job.objects.create(owner=account.owner, account=account, name=name, script=script)
+    tasks.submit_job.apply(args=[job.pk])
+    job.refresh_from_db()
+    ended = _poll_until(
+        job,
+        lambda j: j.is_final and not j.sample_files.filter(finished=False).exists(),
+        90,
+    )
+    assert ended.state == JobState.COMPLETED
+    files = sorted(ended.sample_files.values_list("task_id", "finished"))
+    assert files == [("1", True), ("2", True)]
+    parts = {(d.task_id, d.index) for d in ended.gpu_devices.all()}
+    assert parts == {("1", 0), ("1", 1), ("2", 0), ("2", 1)}
+    page = user_client.get(f"/jobs/{ended.pk}/").content.decode()
+    assert "(part 1)" in page and "(part 2)" in page
