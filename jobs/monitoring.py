@@ -9,6 +9,7 @@ trap, so its summary lines are written on a normal end, a cancel and a time limi
 also sends SIGTERM to the step itself on the last two). No Django here: pure text in, text out.
 """
 
+import functools
 import re
 import shlex
 from pathlib import Path
@@ -17,8 +18,6 @@ from jobs.script import MONITORING_START, MONITORING_STOP
 
 SAMPLER = Path(__file__).resolve().parent / "sampler" / "portal_gpu_sampler.py"
 HEREDOC_END = "PORTAL_GPU_SAMPLER_PY"
-# What a downloaded script says between the markers: nothing; the marker line explains.
-DOWNLOAD_NOTE = MONITORING_START
 DEFAULT_INTERVAL = 10
 # A GPU request among the #SBATCH lines: --gres=gpu..., --gres=...,gpu..., --gpus..., -G N.
 GPU_REQUEST = re.compile(
@@ -59,14 +58,21 @@ def _directory(job_dir: str) -> str:
     return f'"${{SLURM_SUBMIT_DIR:-$PWD}}"/{shlex.quote(job_dir)}'
 
 
-def monitoring_block(job_dir: str, interval: int = DEFAULT_INTERVAL) -> str:
-    """The bash lines between the markers (no trailing newline)."""
-    if not 1 <= int(interval) <= 3600:
-        raise ValueError("The sampling interval is from 1 to 3600 seconds.")
+@functools.cache
+def _sampler_source() -> str:
+    """The sampler's source, read and checked once per process, not once per submission."""
     source = SAMPLER.read_text()
     if f"\n{HEREDOC_END}\n" in f"\n{source}\n":
         raise ValueError("The sampler's source holds the heredoc's end marker.")
+    return source
+
+
+def monitoring_block(job_dir: str, interval: int = DEFAULT_INTERVAL) -> str:
+    """The bash lines between the markers (no trailing newline)."""
     interval = int(interval)
+    if not 1 <= interval <= 3600:
+        raise ValueError("The sampling interval is from 1 to 3600 seconds.")
+    source = _sampler_source()
     start_on_node = 'gpu_monitoring_node "$gpu_monitoring_dir" "$gpu_monitoring_label"'
     lines = [
         f"# Every {interval} s, one JSON line per GPU with its use, on each node, in",
