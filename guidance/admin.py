@@ -38,6 +38,13 @@ class PolicyInline(admin.StackedInline):
     show_change_link = True
 
 
+class JobEnvironmentInline(admin.StackedInline):
+    model = models.JobEnvironment
+    can_delete = False
+    show_change_link = True
+    verbose_name = "job environment (what the site gives every job)"
+
+
 @admin.register(models.Cluster)
 class ClusterAdmin(SimpleHistoryAdmin):
     list_display = ["name", "slug", "scheduler", "login_host"]
@@ -60,7 +67,13 @@ class ClusterAdmin(SimpleHistoryAdmin):
         ),
         SOURCE_FIELDS,
     ]
-    inlines = [PolicyInline, GpuTypeInline, PartitionInline, StorageTierInline]
+    inlines = [
+        PolicyInline,
+        JobEnvironmentInline,
+        GpuTypeInline,
+        PartitionInline,
+        StorageTierInline,
+    ]
 
     @admin.display(description="Host key")
     def host_key_link(self, obj: models.Cluster) -> str:
@@ -102,6 +115,11 @@ class StorageTierAdmin(SimpleHistoryAdmin):
 @admin.register(models.Policy)
 class PolicyAdmin(SimpleHistoryAdmin):
     list_display = ["cluster", "in_memory_limit_gb", "node_local_limit_gb", "cpus_per_gpu"]
+
+
+@admin.register(models.JobEnvironment)
+class JobEnvironmentAdmin(SimpleHistoryAdmin):
+    list_display = ["cluster", "modules", "python_module", "python_builder"]
 
 
 @admin.register(models.Article)

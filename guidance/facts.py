@@ -20,6 +20,7 @@ def _source(obj: models.Sourced) -> Source | None:
 def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
     gpu_types = {g.pk: g for g in cluster.gpu_types.all()}
     policy = getattr(cluster, "policy", None)
+    environment = getattr(cluster, "job_environment", None)
     return engine.Cluster(
         slug=cluster.slug,
         name=cluster.name,
@@ -58,5 +59,16 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
             engine.Policy(**same_named(policy, engine.Policy), source=_source(policy))
             if policy
             else engine.Policy()
+        ),
+        environment=(
+            engine.JobEnvironment(
+                variables=environment.pairs(),
+                modules=environment.modules,
+                python_module=environment.python_module,
+                python_builder=engine.PythonBuilder(environment.python_builder),
+                source=_source(environment),
+            )
+            if environment
+            else engine.JobEnvironment()
         ),
     )

@@ -6,7 +6,8 @@ from django.db import models
 from django.urls import reverse
 from simple_history.models import HistoricalRecords
 
-from guidance.engine import Scheduler, TierKind, Workload
+from guidance.engine import PythonBuilder, Scheduler, TierKind, Workload
+from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
 
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
 NOT_NEGATIVE = [MinValueValidator(0, "Cannot be negative.")]
@@ -206,6 +207,64 @@ class Policy(Sourced):
         if self.in_memory_limit_gb > self.node_local_limit_gb:
             raise ValidationError(
                 {"in_memory_limit_gb": "The in-memory limit cannot exceed the node-local limit."}
+            )
+
+
+class JobEnvironment(Sourced):
+    """What the site gives every job. Scripts for the cluster rely on exactly this, so a wrong
+    entry here makes them stop with a clear message on the cluster."""
+
+    cluster = models.OneToOneField(
+        Cluster, on_delete=models.CASCADE, related_name="job_environment"
+    )
+    variables = models.TextField(
+        blank=True,
+        help_text="One per line: NAME=value for a variable the site sets in every job (scripts "
+        "fall back on the value when the login environment did not pass it, e.g. "
+        "SCRATCH=/scratch/$USER), or NAME alone where only the scheduler sets it, per job "
+        "(e.g. SLURM_TMPDIR).",
+    )
+    modules = models.BooleanField(
+        "module command in jobs", default=False, help_text="`module load` works in batch jobs."
+    )
+    python_module = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Loaded before building a virtualenv in a job (e.g. python), unless the user "
+        "lists a module of that name.",
+    )
+    python_builder = models.CharField(
+        "how jobs build a virtualenv",
+        max_length=20,
+        choices=[(b.value, b.label) for b in PythonBuilder],
+        default=PythonBuilder.VENV,
+    )
+    history = HistoricalRecords()
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name} job environment"
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The variables as (name, value) pairs; value "" where only the scheduler sets it."""
+        lines = (line.strip() for line in self.variables.splitlines())
+        return tuple(tuple(line.partition("=")[::2]) for line in lines if line)
+
+    def clean(self) -> None:
+        for name, value in self.pairs():
+            if not VARIABLE_NAME.fullmatch(name):
+                raise ValidationError({"variables": f"'{name}' is not a variable name."})
+            if not SAFE_PATH.fullmatch(value):
+                raise ValidationError(
+                    {
+                        "variables": f"{name}'s value may hold letters, digits, '_./-' and "
+                        "variables ($USER), nothing else."
+                    }
+                )
+        if self.python_module and not MODULE_NAME.fullmatch(self.python_module):
+            raise ValidationError({"python_module": "Not a module name."})
+        if self.python_module and not self.modules:
+            raise ValidationError(
+                {"python_module": "Jobs have no module command: leave this empty."}
             )
 
 

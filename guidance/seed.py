@@ -13,8 +13,10 @@ from guidance.engine.sources import Source
 from guidance.engine.types import (
     Cluster,
     GpuType,
+    JobEnvironment,
     Partition,
     Policy,
+    PythonBuilder,
     Scheduler,
     StorageTier,
     TierKind,
@@ -133,6 +135,12 @@ PROCESSING = SeedCluster(
         ),
         # 002's suggestions for one GPU; 000 gives no numbers.
         policy=Policy(cpus_per_gpu=6, memory_per_gpu_mb=32000, source=sources.SBATCH_ELEMENTS),
+        # 000: $SCRATCH is /processing/<user> on the node; no SLURM_TMPDIR, no modules named.
+        environment=JobEnvironment(
+            variables=(("SCRATCH", "/processing/$USER"),),
+            python_builder=PythonBuilder.VENV,
+            source=sources.PROCESSING_SCRATCH,
+        ),
     ),
     description=(
         "A GPU cluster whose nodes each have fast SSD scratch in RAID-6 under `/processing/`. "
@@ -232,6 +240,17 @@ def _federation_tiers() -> tuple[StorageTier, ...]:
     )
 
 
+# 004: $SLURM_TMPDIR per job and node, $SCRATCH and $PROJECT, `module load`, and virtualenvs built
+# in the job from the site's wheels (virtualenv --no-download, pip install --no-index).
+FEDERATION_JOB_ENVIRONMENT = JobEnvironment(
+    variables=(("SLURM_TMPDIR", ""), ("SCRATCH", "/scratch/$USER"), ("PROJECT", "")),
+    modules=True,
+    python_module="python",
+    python_builder=PythonBuilder.WHEELHOUSE,
+    source=sources.VENV_IN_JOB,
+)
+
+
 def _federation(
     slug: str,
     name: str,
@@ -256,6 +275,7 @@ def _federation(
                 memory_per_gpu_mb=memory_per_gpu_mb,
                 source=sources.SBATCH_ELEMENTS,
             ),
+            environment=FEDERATION_JOB_ENVIRONMENT,
         ),
         description=description,
         source=sources.DATASET_SIZE_TIERS,

@@ -17,7 +17,7 @@ def _articles_for(cluster: models.Cluster | None):
 
 
 def _get_cluster(slug: str) -> models.Cluster:
-    queryset = models.Cluster.objects.select_related("policy").prefetch_related(
+    queryset = models.Cluster.objects.select_related("policy", "job_environment").prefetch_related(
         Prefetch("partitions", models.Partition.objects.select_related("gpu_type")),
         "gpu_types",
         "storage_tiers",

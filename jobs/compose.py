@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from guidance import engine
-from guidance.engine import Placement, Recommendation
+from guidance.engine import Placement, Recommendation, TierKind
 from guidance.facts import cluster_facts
 from jobs.forms import ComposeForm
 from jobs.script import ScriptError, ScriptSpec, Stage, render, resource_options
@@ -51,6 +51,9 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
     else:
         array = ""
     staged = storage.placement != Placement.SHARED and storage.tier is not None
+    # Node-local storage also holds a virtualenv built in the job, wherever the data is read.
+    node_tier = storage.tier if staged else rec.cluster.tier(TierKind.NODE_LOCAL)
+    environment = rec.cluster.environment
     return ScriptSpec(
         cluster=rec.cluster.name,
         job_name=data["job_name"],
@@ -73,9 +76,13 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
             data["environment_path"] if data.get("environment") == "requirements" else ""
         ),
         placement=storage.placement if staged else Placement.SHARED,
-        stage_root=storage.tier.path if staged else "",
-        stage_per_job=storage.tier.per_job if staged else True,
+        stage_root=node_tier.path if node_tier else "",
+        stage_per_job=node_tier.per_job if node_tier else True,
         data_source=data.get("data_path", ""),
+        data_kind=storage.data_kind,
+        site_variables=environment.variables,
+        python_module=environment.python_module if environment.modules else "",
+        python_builder=environment.python_builder,
         results_dest=data["results_dir"],
         command=data["command"],
         staging=tuple(_stage(s) for s in storage.staging) if staged else (),

@@ -1,8 +1,12 @@
 """The composer's form: the advice form's questions plus what the script itself needs."""
 
+from dataclasses import replace
+
 from django import forms
 from django.core.validators import RegexValidator
 
+from guidance.engine import DataKind, JobSpec
+from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.forms import AdviceForm
 from guidance.models import Cluster
 from jobs import script
@@ -39,7 +43,15 @@ class ComposeForm(AdviceForm):
         label="Data path",
         required=False,
         max_length=1000,
-        help_text="The dataset on shared storage: a folder, or a .tar archive of many files.",
+        help_text="The dataset on shared storage: a folder, an archive (.tar, .tar.gz, .tgz, "
+        ".tar.zst, .zip) or a single file. Your command finds it at $DATA_PATH.",
+    )
+    data_kind = forms.ChoiceField(
+        label="The data path is",
+        required=False,
+        choices=[("", "Tell from its name"), *((k.value, k.label) for k in DataKind)],
+        help_text="How the job stages it: a folder is copied, an archive extracted on the node, "
+        "a file copied.",
     )
     results_dir = forms.CharField(
         label="Results directory",
@@ -64,8 +76,8 @@ class ComposeForm(AdviceForm):
         label="Command",
         max_length=10_000,
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
-        help_text="Runs with $STAGE_DIR (the data), $RESULTS_DIR, $CHECKPOINT_DIR and, in a "
-        "chain, $LAST_CHECKPOINT set.",
+        help_text="Runs with $DATA_PATH (the data, staged or in place), $STAGE_DIR, "
+        "$RESULTS_DIR, $CHECKPOINT_DIR and, in a chain, $LAST_CHECKPOINT set.",
     )
     mail_user = forms.EmailField(
         label="E-mail me when it ends or fails", required=False, max_length=254
@@ -73,14 +85,14 @@ class ComposeForm(AdviceForm):
 
     field_order = [
         "cluster", "job_name", "account", "workload", "dataset_gb", "file_count",
-        "data_location", "data_path", "gpu_type", "gpu_count", "gpu_mem_gb", "hours",
+        "data_location", "data_path", "data_kind", "gpu_type", "gpu_count", "gpu_mem_gb", "hours",
         "checkpointing", "multi_gpu", "nodes", "expects_full_utilization", "similar_runs",
         "modules", "environment", "environment_path", "command", "results_dir", "mail_user",
     ]  # fmt: skip
 
     def clean_modules(self) -> tuple[str, ...]:
         modules = tuple(self.cleaned_data["modules"].split())
-        bad = [m for m in modules if not script.MODULE.fullmatch(m)]
+        bad = [m for m in modules if not MODULE_NAME.fullmatch(m)]
         if bad:
             raise forms.ValidationError(
                 f"Not a module name: {', '.join(bad)}. Module names use letters, digits and ._+/-."
@@ -91,4 +103,36 @@ class ComposeForm(AdviceForm):
         data = super().clean()
         if data.get("environment", "none") != "none" and not data.get("environment_path"):
             self.add_error("environment_path", "Enter the path of the virtualenv or the file.")
+        cluster = data.get("cluster")
+        if cluster is not None and cluster.scheduler == "slurm":  # others take no scripts
+            self._check_site(cluster, data)
         return data
+
+    def _check_site(self, cluster: Cluster, data: dict) -> None:
+        """What the cluster's jobs cannot have: modules without a module system, paths that
+        start with a variable the site does not set."""
+        environment = getattr(cluster, "job_environment", None)
+        if data.get("modules") and not (environment and environment.modules):
+            self.add_error(
+                "modules",
+                f"Jobs on {cluster.name} have no module command (its published job "
+                "environment): leave this empty and use a virtualenv.",
+            )
+        published = {name for name, _ in environment.pairs()} if environment else set()
+        for field in ("data_path", "results_dir", "environment_path"):
+            variable = variable_of(data.get(field) or "")
+            if variable and variable not in {"HOME", "USER"} | published:
+                self.add_error(
+                    field,
+                    f"Jobs on {cluster.name} have no ${variable} (its published job "
+                    "environment): give the full path instead.",
+                )
+
+    def job_spec(self) -> JobSpec:
+        data = self.cleaned_data
+        kind = data.get("data_kind")
+        return replace(
+            super().job_spec(),
+            data_path=data.get("data_path", ""),
+            data_kind=DataKind(kind) if kind else None,
+        )

@@ -11,20 +11,26 @@ import shlex
 import textwrap
 from dataclasses import dataclass, field
 
-from guidance.engine import Placement
+from guidance.engine import DataKind, Placement, PythonBuilder
+from guidance.engine.data import file_name
+from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME, shell_path, variable_of
+from guidance.engine.storage import ON_EVERY_NODE, cleanup_command
 
 # Where Slurm reads a value literally: names, accounts, partitions, GPU types, modules.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
-MODULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-# Admin-published storage paths may use variables ($SLURM_TMPDIR, $SCRATCH) but nothing else.
-TIER_PATH = re.compile(r"[A-Za-z0-9_./${}-]*")
 # Control characters other than newline and tab have no business in a script.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 MONITORING_START = "# >>> GPU monitoring starts here (added by the portal when it submits) >>>"
 MONITORING_STOP = "# <<< GPU monitoring stops here <<<"
 WARNING_SECONDS = 300  # how long before the time limit a checkpointing job hears SIGUSR1
+# A script that finds it cannot do its job (no data, a variable the site should have set) prints
+# one line that starts with this on stderr and exits with STOP_STATUS; the portal shows the line.
+STOP_MARK = "portal-stop:"
+STOP_STATUS = 66  # EX_NOINPUT
+# Always set in a Slurm job: a path may start with them without a check.
+ALWAYS_SET = frozenset({"HOME", "USER"})
 
 
 # Free-text values, and the composer's field each comes from.
@@ -75,9 +81,15 @@ class ScriptSpec:
     venv: str = ""  # an existing virtualenv to activate
     requirements: str = ""  # or a requirements file to build one on the node
     placement: Placement = Placement.SHARED
-    stage_root: str = ""  # the tier's path: $SLURM_TMPDIR, $SCRATCH
+    # The node-local tier's path ($SLURM_TMPDIR, $SCRATCH): staged data and a built virtualenv.
+    stage_root: str = ""
     stage_per_job: bool = True
     data_source: str = ""
+    data_kind: DataKind = DataKind.FOLDER
+    # What the site gives every job (guidance's JobEnvironment).
+    site_variables: tuple[tuple[str, str], ...] = ()
+    python_module: str = ""
+    python_builder: PythonBuilder = PythonBuilder.VENV
     results_dest: str = ""
     staging: tuple[Stage, ...] = ()
     copy_back: Stage | None = None
@@ -98,9 +110,12 @@ class ScriptSpec:
             _match(NAME, self.partition, "partition", "Use letters, digits, '.', '_' or '-'.")
         if self.mail_user:
             _match(EMAIL, self.mail_user, "mail_user", "Enter one e-mail address.")
-        for module in self.modules:
-            _match(MODULE, module, "modules", f"'{module}' is not a module name.")
-        _match(TIER_PATH, self.stage_root, "cluster", "The storage path published is not usable.")
+        for module in (*self.modules, *filter(None, [self.python_module])):
+            _match(MODULE_NAME, module, "modules", f"'{module}' is not a module name.")
+        _match(SAFE_PATH, self.stage_root, "cluster", "The storage path published is not usable.")
+        for name, value in self.site_variables:
+            _match(VARIABLE_NAME, name, "cluster", "The job environment published is not usable.")
+            _match(SAFE_PATH, value, "cluster", "The job environment published is not usable.")
         for name, form_field in FORM_FIELDS.items():
             value = getattr(self, name)
             if CONTROL.search(value):
@@ -122,19 +137,6 @@ def _match(pattern: re.Pattern, value: str, field: str, message: str) -> None:
 
 def _q(value: str) -> str:
     return shlex.quote(value)
-
-
-# Paths may start with ~ or one of these variables, as people write them; the rest is literal.
-PATH_START = re.compile(r"(~|\$HOME|\$\{HOME\}|\$SCRATCH|\$PROJECT|\$USER|\$SLURM_TMPDIR)(?=/|$)")
-
-
-def _path(value: str) -> str:
-    start = PATH_START.match(value)
-    if not start:
-        return _q(value)
-    variable = "HOME" if start.group(1) in ("~", "${HOME}") else start.group(1)[1:]
-    rest = value[start.end() :]
-    return f'"${variable}"' + (_q(rest) if rest else "")
 
 
 def _comment(text: str) -> list[str]:
@@ -162,6 +164,15 @@ def resource_options(spec: ScriptSpec, time: str) -> list[str]:
     ]
 
 
+def warning_seconds(time: str) -> int:
+    """When a checkpointing job hears USR1 before its limit: 300 s, or a quarter of a short limit
+    (with 300 s of 5 minutes the signal would come at the start)."""
+    days, clock = time.split("-")
+    hours, minutes, seconds = (int(part) for part in clock.split(":"))
+    total = ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    return max(10, min(WARNING_SECONDS, total // 4))
+
+
 def _header(spec: ScriptSpec) -> list[str]:
     out = "%A_%a" if spec.array else "%j"
     lines = [
@@ -179,7 +190,7 @@ def _header(spec: ScriptSpec) -> list[str]:
         lines.append(f"#SBATCH --array={spec.array}")
     if spec.checkpointing:
         # B: the batch shell gets the signal and passes it on to the program (see the trap).
-        lines.append(f"#SBATCH --signal=B:USR1@{WARNING_SECONDS}")
+        lines.append(f"#SBATCH --signal=B:USR1@{warning_seconds(spec.time)}")
     if spec.mail_user:
         lines += [f"#SBATCH --mail-user={spec.mail_user}", "#SBATCH --mail-type=END,FAIL"]
     return lines
@@ -189,7 +200,9 @@ def _body(spec: ScriptSpec) -> list[str]:
     return [
         "",
         "set -euo pipefail",
+        *_site(spec),
         *_values(spec),
+        *_check_data(spec),
         *_finish(spec),
         *_environment(spec),
         *_staging(spec),
@@ -200,26 +213,101 @@ def _body(spec: ScriptSpec) -> list[str]:
     ]
 
 
+def _uses_work_dir(spec: ScriptSpec) -> bool:
+    """The job keeps a folder on node-local storage: for staged data, or a virtualenv."""
+    return spec.placement != Placement.SHARED or bool(spec.requirements)
+
+
+def _work_dir(spec: ScriptSpec) -> str:
+    if not spec.stage_root:  # the site publishes no node-local storage: the node's own /tmp
+        return "${TMPDIR:-/tmp}/portal-$SLURM_JOB_ID"
+    # A tier shared by every job on the node (e.g. $SCRATCH) gets a folder per job.
+    return spec.stage_root if spec.stage_per_job else f"{spec.stage_root}/$SLURM_JOB_ID"
+
+
+def _cleans_work_dir(spec: ScriptSpec) -> bool:
+    return _uses_work_dir(spec) and not (spec.stage_root and spec.stage_per_job)
+
+
+def _site(spec: ScriptSpec) -> list[str]:
+    """What the site gives every job: a fallback where the login environment may lack a value,
+    and an early stop, in words, where only the scheduler could have set one."""
+    lines = [
+        "",
+        "# Stops the job at once with one line that says why (the portal shows it).",
+        f'portal_stop() {{ echo "{STOP_MARK} $*" >&2; exit {STOP_STATUS}; }}',
+    ]
+    defaults = [(name, value) for name, value in spec.site_variables if value]
+    if defaults:
+        lines.append(f"# What {spec.cluster} sets in every job, should sbatch not have passed it.")
+        lines += [f': "${{{name}:={value}}}"' for name, value in defaults]
+        lines.append(f"export {' '.join(name for name, _ in defaults)}")
+    for name in _variables_needed(spec) - {name for name, _ in defaults} - ALWAYS_SET:
+        lines.append(
+            f'[ -n "${{{name}:-}}" ] || portal_stop "\\${name} is not set in this job. '
+            f'The script expects {spec.cluster} to set it; ask its admins, or change the paths."'
+        )
+    return lines
+
+
+def _variables_needed(spec: ScriptSpec) -> set[str]:
+    paths = [spec.data_source, spec.results_dest, spec.venv, spec.requirements]
+    if _uses_work_dir(spec):
+        paths.append(spec.stage_root)
+    return {variable_of(path) for path in paths if path} - {""}
+
+
+def _data_path(spec: ScriptSpec) -> str:
+    """Where the program finds its data: the staged copy, or the data read in place."""
+    if spec.placement == Placement.SHARED:
+        return '"$DATA_SOURCE"'
+    if spec.data_kind == DataKind.FILE:
+        return f'"$STAGE_DIR"/{_q(file_name(spec.data_source))}'
+    return '"$STAGE_DIR"'
+
+
 def _values(spec: ScriptSpec) -> list[str]:
+    folders = []
+    if _uses_work_dir(spec):
+        folders.append(f'WORK_DIR="{_work_dir(spec)}"')
     if spec.placement == Placement.SHARED:  # read in place, write straight to the destination
-        folders = ['STAGE_DIR="$DATA_SOURCE"', 'RESULTS_DIR="$RESULTS_DEST"']
+        folders += ['STAGE_DIR="$DATA_SOURCE"', 'RESULTS_DIR="$RESULTS_DEST"']
     else:
-        # A tier shared by every job on the node (e.g. $SCRATCH) gets a folder per job.
-        work_dir = spec.stage_root if spec.stage_per_job else f"{spec.stage_root}/$SLURM_JOB_ID"
-        folders = [f'WORK_DIR="{work_dir}"', 'STAGE_DIR="$WORK_DIR/data"']
-        folders.append('RESULTS_DIR="$WORK_DIR/results"')
+        folders += ['STAGE_DIR="$WORK_DIR/data"', 'RESULTS_DIR="$WORK_DIR/results"']
     return [
         "",
         "# What you entered, quoted: data for the commands below, never code.",
         f"JOB_COMMAND={_q(spec.command)}",
-        f"DATA_SOURCE={_path(spec.data_source)}",
-        f"RESULTS_DEST={_path(spec.results_dest)}",
-        *([f"VENV={_path(spec.venv)}"] if spec.venv else []),
-        *([f"REQUIREMENTS={_path(spec.requirements)}"] if spec.requirements else []),
+        f"DATA_SOURCE={shell_path(spec.data_source)}",
+        f"RESULTS_DEST={shell_path(spec.results_dest)}",
+        *([f"VENV={shell_path(spec.venv)}"] if spec.venv else []),
+        *([f"REQUIREMENTS={shell_path(spec.requirements)}"] if spec.requirements else []),
         *folders,
+        f"DATA_PATH={_data_path(spec)}",
         'CHECKPOINT_DIR="$RESULTS_DEST/checkpoints"',
-        "export DATA_SOURCE RESULTS_DEST STAGE_DIR RESULTS_DIR CHECKPOINT_DIR",
+        "export DATA_SOURCE DATA_PATH RESULTS_DEST STAGE_DIR RESULTS_DIR CHECKPOINT_DIR",
         'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
+    ]
+
+
+# What the data must be for the plan, as `test` asks it, and what to say when it is not.
+_KIND_TESTS = {
+    DataKind.FOLDER: ("-d", "is not a folder: choose the data kind that it is"),
+    DataKind.ARCHIVE: ("-f", "is a folder, not an archive: choose 'A folder' as the data kind"),
+    DataKind.FILE: ("-f", "is a folder, not a file: choose 'A folder' as the data kind"),
+}
+
+
+def _check_data(spec: ScriptSpec) -> list[str]:
+    if not spec.data_source.strip():
+        return []
+    test, problem = _KIND_TESTS[spec.data_kind]
+    return [
+        "",
+        "# Check the data before anything long: a wrong path stops the job now, in plain words.",
+        '[ -e "$DATA_SOURCE" ] || portal_stop "The data path $DATA_SOURCE does not exist on '
+        '$(hostname -s). Correct the data path, or copy the data there first."',
+        f'[ {test} "$DATA_SOURCE" ] || portal_stop "$DATA_SOURCE {problem}."',
     ]
 
 
@@ -230,40 +318,77 @@ def _finish(spec: ScriptSpec) -> list[str]:
     if spec.copy_back:
         body += [f"    {line}" for line in _comment(spec.copy_back.comment)]
         body.append(f"    {spec.copy_back.command} || true")
-    if spec.cleanup:
-        body += [f"    {line}" for line in _comment(spec.cleanup.comment)]
-        body.append(f"    {spec.cleanup.command} || true")
+    cleanup = spec.cleanup
+    if cleanup is None and _cleans_work_dir(spec):
+        cleanup = Stage(
+            "Remove the job's folder on the node: other jobs need the space.",
+            cleanup_command(spec.nodes),
+        )
+    if cleanup:
+        body += [f"    {line}" for line in _comment(cleanup.comment)]
+        body.append(f"    {cleanup.command} || true")
     lines += body or ["    :"]
     lines += ["}", "trap finish EXIT"]
     if spec.checkpointing:
         lines += [
             "",
-            f"# {WARNING_SECONDS} s before the time limit Slurm sends USR1: pass it to the program",
-            "# so it can write a checkpoint and exit.",
-            'forward_usr1() { kill -USR1 "$program" 2>/dev/null || true; }',
+            "# Before the time limit Slurm sends USR1: pass it to the program so that it can write",
+            "# a checkpoint and exit (once it has started: before that there is nothing to save).",
+            'program=""',
+            'forward_usr1() { [ -z "$program" ] || kill -USR1 "$program" 2>/dev/null || true; }',
             "trap forward_usr1 USR1",
         ]
     return lines
 
 
+def _python_module(spec: ScriptSpec) -> str:
+    """The site's Python module, unless the user already loads one of that name."""
+    name = spec.python_module
+    if not name or any(m == name or m.startswith(f"{name}/") for m in spec.modules):
+        return ""
+    return name
+
+
 def _environment(spec: ScriptSpec) -> list[str]:
     lines = ["", "# Environment"]
-    if spec.modules:
-        lines.append(f"module load {' '.join(spec.modules)}")
+    modules = list(spec.modules)
+    if spec.venv or spec.requirements:
+        modules[:0] = filter(None, [_python_module(spec)])
+    if modules:
+        lines.append(f"module load {' '.join(modules)}")
     if spec.venv:
         lines.append('source "$VENV/bin/activate"')
     elif spec.requirements:
-        # A virtualenv on local storage is much faster than one on shared storage (004).
-        prefix = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 " if spec.nodes > 1 else ""
-        lines += [
-            "export REQUIREMENTS",
-            f'{prefix}bash -c \'virtualenv --no-download "$SLURM_TMPDIR/env" && '
-            '"$SLURM_TMPDIR/env/bin/pip" install --no-index -r "$REQUIREMENTS"\'',
-            'source "$SLURM_TMPDIR/env/bin/activate"',
-        ]
+        lines += _build_venv(spec)
     if len(lines) == 2:
         lines.append("# (none chosen: the login environment as sbatch passes it)")
     return lines
+
+
+def _build_venv(spec: ScriptSpec) -> list[str]:
+    # A virtualenv on node-local storage is much faster than one on shared storage (004), and
+    # each node of a multi-node job needs its own.
+    if spec.python_builder == PythonBuilder.WHEELHOUSE:
+        why = "# Built from the site's wheels: compute nodes have no internet access (004)."
+        build = (
+            'virtualenv --no-download "$ENV_DIR" && '
+            '"$ENV_DIR/bin/pip" install --no-index -r "$REQUIREMENTS"'
+        )
+    else:
+        why = "# Built with the Python on the node and pip."
+        build = (
+            'python3 -m venv "$ENV_DIR" && '
+            '"$ENV_DIR/bin/pip" install --disable-pip-version-check -r "$REQUIREMENTS"'
+        )
+    if spec.nodes > 1:
+        build = f"{ON_EVERY_NODE}bash -c '{build}'"
+    return [
+        why,
+        'ENV_DIR="$WORK_DIR/env"',
+        "export ENV_DIR REQUIREMENTS",
+        build,
+        'source "$ENV_DIR/bin/activate"',
+    ]
 
 
 def _staging(spec: ScriptSpec) -> list[str]:

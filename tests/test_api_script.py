@@ -42,7 +42,7 @@ def test_it_returns_the_script_and_its_advice(client, seeded, headers):
     script = body["script"]
     assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
     assert "#SBATCH --array=1-3%1" in script
-    assert 'tar xf "$DATA_SOURCE" -C "$STAGE_DIR"' in script
+    assert 'tar -xf "$DATA_SOURCE" -C "$STAGE_DIR"' in script
     assert "module load python/3.11 cuda" in script
     assert body["salloc"].startswith("salloc --account=def-someuser --nodes=1")
     assert body["recommendation"]["storage"]["kind"] == "node_local"

@@ -79,7 +79,7 @@ def test_it_archives_many_or_small_files(file_count, dataset_gb, archive):
     rec = advise("narval", dataset_gb=dataset_gb, file_count=file_count)
     assert rec.storage.archive is archive
     if archive:
-        assert "tar xf" in rec.storage.staging[0].command
+        assert "tar -xf" in rec.storage.staging[0].command
         assert rec.storage.staging[0].source == sources.ARCHIVE_DATASET
     elif file_count:
         assert "rsync" in rec.storage.staging[0].command

@@ -44,6 +44,8 @@ def _form_data(storage: str, chain: str, nodes: str, template: str) -> dict:
         "similar_runs": "1",
         "mail_user": "someone@example.org",
     }
+    if cluster == "processing":
+        data["modules"] = ""  # its jobs have no module command
     if checkpointing:
         data["checkpointing"] = "on"
     if multi_gpu:
@@ -94,13 +96,13 @@ def test_each_combination_renders_its_expected_script(seeded, storage, chain, no
     staged = composed.recommendation.storage.placement != Placement.SHARED
     assert staged or storage == "shared" or template == "inference"
     if staged:
-        assert 'rsync -a "$RESULTS_DIR"/ "$RESULTS_DEST"/' in text  # copy-back
+        assert 'rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST"/' in text  # copy-back
         if nodes == "2nodes":
             assert "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 mkdir" in text
     else:
         assert 'STAGE_DIR="$DATA_SOURCE"' in text
     if storage == "node-local":
-        assert 'tar xf "$DATA_SOURCE" -C "$STAGE_DIR"' in text  # 200,000 files: an archive
+        assert 'tar -xf "$DATA_SOURCE" -C "$STAGE_DIR"' in text  # 200,000 files: an archive
     if storage == "local-scratch" and staged:
         assert 'WORK_DIR="$SCRATCH/$SLURM_JOB_ID"' in text
         assert 'rm -rf "$WORK_DIR"' in text

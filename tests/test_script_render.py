@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from guidance.engine import Placement
-from jobs.script import FORM_FIELDS, PATH_START, ScriptError, ScriptSpec, Stage, render
+from guidance.engine.shell import PATH_START
+from jobs.script import FORM_FIELDS, ScriptError, ScriptSpec, Stage, render
 
 BENIGN = ScriptSpec(
     cluster="Narval",

@@ -3,11 +3,14 @@
 from guidance.engine.recommend import recommend
 from guidance.engine.types import (
     Cluster,
+    DataKind,
     GpuType,
+    JobEnvironment,
     JobSpec,
     Partition,
     Placement,
     Policy,
+    PythonBuilder,
     Recommendation,
     Scheduler,
     StorageTier,
@@ -17,11 +20,14 @@ from guidance.engine.types import (
 
 __all__ = [
     "Cluster",
+    "DataKind",
     "GpuType",
+    "JobEnvironment",
     "JobSpec",
     "Partition",
     "Placement",
     "Policy",
+    "PythonBuilder",
     "Recommendation",
     "Scheduler",
     "StorageTier",

@@ -57,6 +57,19 @@ CAREFUL_TWEAKS = Source(DOC_DGX, "Section 2.3: code tweaks to think about")
 STORAGE_AREAS = Source(DOC_FEDERATION_NOTES, "Data / Folders/Filesystem")
 SINGLE_NODE_STAGING = Source(DOC_FEDERATION_NOTES, "Data Storage in HPC / single node jobs")
 MULTI_NODE_STAGING = Source(DOC_FEDERATION_NOTES, "Data Storage in HPC / Multinode jobs")
+VENV_IN_JOB = Source(
+    DOC_FEDERATION_NOTES,
+    "Step 3: Preparing your virtual environment / Creating a virtual environment inside of your "
+    "single-node job",
+)
+VENV_MULTI_NODE = Source(
+    DOC_FEDERATION_NOTES,
+    "Step 3: Preparing your virtual environment / Creating a virtual environment inside of your "
+    "multi-nodes job",
+)
+MODULES_IN_JOBS = Source(
+    DOC_FEDERATION_NOTES, "SLURM Workload manager / Commands for the system (linux commands)"
+)
 RAM_DISK = Source(DOC_FEDERATION_NOTES, "Large collections of files handling / RAM disk")
 SBATCH_DIRECTIVES = Source(
     DOC_FEDERATION_NOTES, "SLURM Workload manager / commands for scheduler (resources + account_no)"

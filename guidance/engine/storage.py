@@ -1,10 +1,11 @@
 """Where the data should be while the job runs, how it gets there, and what happens after."""
 
-from guidance.engine import sources
+from guidance.engine import data, sources
 from guidance.engine.notes import Notes, describe_gb
 from guidance.engine.sources import Source
 from guidance.engine.types import (
     Cluster,
+    DataKind,
     JobSpec,
     Placement,
     Step,
@@ -21,6 +22,14 @@ WORK_DIR = '"$WORK_DIR"'  # the job's own folder on node-local storage, holding 
 RESULTS_DIR = '"$RESULTS_DIR"'
 RESULTS_DEST = '"$RESULTS_DEST"'
 ON_EVERY_NODE = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 "
+
+
+def cleanup_command(nodes: int) -> str:
+    """Removes the job's folder on node-local storage, on every node. --overlap: it runs from the
+    exit trap, beside whatever step may still hold the nodes."""
+    if nodes > 1:
+        return f"srun --overlap --ntasks=$SLURM_NNODES --ntasks-per-node=1 rm -rf {WORK_DIR}"
+    return f"rm -rf {WORK_DIR}"
 
 
 def many_files(spec: JobSpec, cluster: Cluster) -> bool:
@@ -41,12 +50,22 @@ def should_archive(spec: JobSpec, cluster: Cluster) -> bool:
     return many_files(spec, cluster) or small_files(spec, cluster)
 
 
+def data_kind(spec: JobSpec, archive: bool) -> DataKind:
+    """What the user said the data is, else what its name says, else what the plan expects."""
+    if spec.data_kind is not None:
+        return spec.data_kind
+    if spec.data_path.strip():
+        return data.kind_from_name(spec.data_path.strip())
+    return DataKind.ARCHIVE if archive else DataKind.FOLDER
+
+
 def plan_storage(
     spec: JobSpec, cluster: Cluster, node_memory_mb: int, base_memory_mb: int, notes: Notes
 ) -> StoragePlan:
     """The plan for the job's data; `base_memory_mb` is what the job needs besides the data."""
     policy = cluster.policy
     archive = should_archive(spec, cluster)
+    kind = data_kind(spec, archive)
     fits_in_memory = spec.dataset_gb <= policy.in_memory_limit_gb
     if fits_in_memory and base_memory_mb + gb_to_mb(spec.dataset_gb) > node_memory_mb:
         fits_in_memory = False
@@ -83,7 +102,7 @@ def plan_storage(
         placement = Placement.SHARED
         reason, source = _why_shared(spec, cluster, fits_on_node, node_local)
 
-    _warn_about_where_data_lives(spec, cluster, notes)
+    _warn_about_where_data_lives(spec, cluster, kind, notes)
     if placement == Placement.SHARED:
         return StoragePlan(
             placement,
@@ -92,6 +111,7 @@ def plan_storage(
             reason,
             source,
             results_tier=results_tier,
+            data_kind=kind,
         )
     stage_tier = node_local or cluster.tier(TierKind.MEMORY)
     return StoragePlan(
@@ -100,10 +120,11 @@ def plan_storage(
         archive,
         reason,
         source,
-        staging=_staging(spec, stage_tier, archive),
+        staging=_staging(spec, stage_tier, kind),
         copy_back=_copy_back(stage_tier, results_tier),
-        cleanup=_cleanup(stage_tier),
+        cleanup=_cleanup(stage_tier, spec.nodes),
         results_tier=results_tier,
+        data_kind=kind,
     )
 
 
@@ -146,7 +167,9 @@ def _why_shared(
     )
 
 
-def _warn_about_where_data_lives(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
+def _warn_about_where_data_lives(
+    spec: JobSpec, cluster: Cluster, kind: DataKind, notes: Notes
+) -> None:
     if spec.workload == Workload.TRAINING and spec.dataset_gb > cluster.policy.node_local_limit_gb:
         notes.warn(
             "training_from_network",
@@ -173,6 +196,16 @@ def _warn_about_where_data_lives(spec: JobSpec, cluster: Cluster, notes: Notes) 
             sources.ARCHIVE_DATASET,
             "file_count",
         )
+    if should_archive(spec, cluster) and kind == DataKind.FOLDER and spec.data_path.strip():
+        notes.tip(
+            "archive_folder",
+            "The job will copy this folder file by file, which is slow for many small files. "
+            "Archive it once on a login node, then give the archive as the data path: "
+            f"`{data.archive_command(spec.data_path.strip())}`. The job extracts it on the "
+            "node with the same layout.",
+            sources.ARCHIVE_DATASET,
+            "data_path",
+        )
     data_tier = cluster.tier(spec.data_location) if spec.data_location else None
     if data_tier and data_tier.quota_files and spec.file_count > data_tier.quota_files:
         notes.warn(
@@ -192,38 +225,45 @@ def _warn_about_where_data_lives(spec: JobSpec, cluster: Cluster, notes: Notes) 
         )
 
 
-def _staging(spec: JobSpec, tier: StorageTier | None, archive: bool) -> tuple[Step, ...]:
+def _staging(spec: JobSpec, tier: StorageTier | None, kind: DataKind) -> tuple[Step, ...]:
     if tier is None:
         return ()
     prefix = ON_EVERY_NODE if spec.nodes > 1 else ""
-    steps = []
     if spec.nodes > 1:
         why_nodes = "Each node has its own local storage: stage the data on every node."
         every_node = sources.MULTI_NODE_STAGING
     else:
         why_nodes, every_node = "", None
-    if archive:
-        steps.append(
-            Step(
-                "Extract the dataset archive on the node",
-                f"{prefix}mkdir -p {STAGE_DIR} && {prefix}tar xf {DATA_SOURCE} -C {STAGE_DIR}",
-                f"One archive copies in one stream and creates no files on shared storage. "
-                f"{why_nodes}".strip(),
-                every_node or sources.ARCHIVE_DATASET,
-            )
+    make_dir = f"{prefix}mkdir -p {STAGE_DIR} && "
+    if kind == DataKind.ARCHIVE:
+        if data.is_zip(spec.data_path):
+            unpack = f"{prefix}unzip -q {DATA_SOURCE} -d {STAGE_DIR}"
+        else:  # tar finds the compression (gzip, zstd, ...) by itself
+            unpack = f"{prefix}tar -xf {DATA_SOURCE} -C {STAGE_DIR}"
+        step = Step(
+            "Extract the dataset archive on the node",
+            make_dir + unpack,
+            f"One archive copies in one stream and creates no files on shared storage. "
+            f"{why_nodes}".strip(),
+            every_node or sources.ARCHIVE_DATASET,
+        )
+    elif kind == DataKind.FILE:
+        step = Step(
+            "Copy the data file to the node",
+            f"{make_dir}{prefix}cp {DATA_SOURCE} {STAGE_DIR}/",
+            f"Read it from {tier.path} while the job runs, not over the network. "
+            f"{why_nodes}".strip(),
+            every_node or tier.source or sources.SINGLE_NODE_STAGING,
         )
     else:
-        steps.append(
-            Step(
-                "Copy the dataset to the node",
-                f"{prefix}mkdir -p {STAGE_DIR} && "
-                f"{prefix}rsync -a --info=progress2 {DATA_SOURCE}/ {STAGE_DIR}/",
-                f"Read the data from {tier.path} while the job runs, not over the network. "
-                f"{why_nodes}".strip(),
-                every_node or tier.source or sources.SINGLE_NODE_STAGING,
-            )
+        step = Step(
+            "Copy the dataset to the node",
+            f"{make_dir}{prefix}rsync -a --info=progress2 {DATA_SOURCE}/ {STAGE_DIR}/",
+            f"Read the data from {tier.path} while the job runs, not over the network. "
+            f"{why_nodes}".strip(),
+            every_node or tier.source or sources.SINGLE_NODE_STAGING,
         )
-    return tuple(steps)
+    return (step,)
 
 
 def _copy_back(stage: StorageTier | None, results: StorageTier | None) -> Step | None:
@@ -240,18 +280,19 @@ def _copy_back(stage: StorageTier | None, results: StorageTier | None) -> Step |
         source = sources.PROCESSING_CLEANUP
     return Step(
         "Copy results back to persistent storage",
-        f"rsync -a {RESULTS_DIR}/ {RESULTS_DEST}/",
+        # --update: an earlier part of a chain may have left newer files there.
+        f"rsync -a --update {RESULTS_DIR}/ {RESULTS_DEST}/",
         why,
         source,
     )
 
 
-def _cleanup(stage: StorageTier | None) -> Step | None:
+def _cleanup(stage: StorageTier | None, nodes: int) -> Step | None:
     if stage is None or stage.per_job:
         return None  # the scheduler removes a per-job directory itself
     return Step(
         "Remove the staged data when the job ends",
-        f"rm -rf {WORK_DIR}",
+        cleanup_command(nodes),
         f"{stage.path} is shared by everybody's jobs on the node: clean up so it stays free.",
         sources.PROCESSING_CLEANUP,
     )

@@ -39,6 +39,36 @@ class Placement(StrEnum):
     SHARED = "shared"
 
 
+class DataKind(StrEnum):
+    """What the data path names: it decides how the job stages it."""
+
+    FOLDER = "folder"
+    ARCHIVE = "archive"
+    FILE = "file"
+
+    @property
+    def label(self) -> str:
+        return {
+            "folder": "A folder",
+            "archive": "An archive (.tar, .tar.gz, .tgz, .tar.zst, .zip)",
+            "file": "A single file",
+        }[self.value]
+
+
+class PythonBuilder(StrEnum):
+    """How a site builds a virtualenv inside a job."""
+
+    VENV = "venv"  # python3 -m venv, then pip from the package index the site configures
+    WHEELHOUSE = "wheelhouse"  # virtualenv --no-download, then pip --no-index: the site's wheels
+
+    @property
+    def label(self) -> str:
+        return {
+            "venv": "python3 -m venv and pip",
+            "wheelhouse": "virtualenv --no-download and pip --no-index (the site's wheels)",
+        }[self.value]
+
+
 class Scheduler(StrEnum):
     SLURM = "slurm"
     RUNAI = "runai"
@@ -105,6 +135,22 @@ class Policy:
 
 
 @dataclass(frozen=True)
+class JobEnvironment:
+    """What the site gives every job, so that a script written for it runs there."""
+
+    # (name, value): a variable the site sets in jobs, with the value a script may fall back on
+    # when the login environment did not pass it; "" where only the scheduler can set it.
+    variables: tuple[tuple[str, str], ...] = ()
+    modules: bool = False  # `module load` works in jobs
+    python_module: str = ""  # loaded before building a virtualenv, unless one is listed
+    python_builder: PythonBuilder = PythonBuilder.VENV
+    source: Source | None = None
+
+    def sets(self, name: str) -> bool:
+        return any(known == name for known, _ in self.variables)
+
+
+@dataclass(frozen=True)
 class Cluster:
     slug: str
     name: str
@@ -113,6 +159,7 @@ class Cluster:
     partitions: tuple[Partition, ...] = ()
     storage_tiers: tuple[StorageTier, ...] = ()
     policy: Policy = field(default_factory=Policy)
+    environment: JobEnvironment = field(default_factory=JobEnvironment)
 
     def gpu_type(self, name: str) -> GpuType | None:
         wanted = name.casefold()
@@ -141,6 +188,8 @@ class JobSpec:
     hours: float
     file_count: int = 0  # 0: not known
     data_location: TierKind | None = None
+    data_path: str = ""  # as the user wrote it, e.g. $SCRATCH/imagenet
+    data_kind: DataKind | None = None  # None: taken from the path's name
     gpu_type: str | None = None  # None: recommend one
     gpu_count: int = 1
     gpu_mem_gb: float | None = None
@@ -186,6 +235,7 @@ class StoragePlan:
     cleanup: Step | None = None
     # Where the job's results and checkpoints should end up, to outlive the job.
     results_tier: StorageTier | None = None
+    data_kind: DataKind = DataKind.FOLDER
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,20 @@ class Command(BaseCommand):
             {"cluster": cluster},
             same_named(facts.policy, Policy) | _source(facts.policy.source),
         )
+        environment = facts.environment
+        self._create(
+            models.JobEnvironment,
+            {"cluster": cluster},
+            {
+                "variables": "\n".join(
+                    f"{name}={value}" if value else name for name, value in environment.variables
+                ),
+                "modules": environment.modules,
+                "python_module": environment.python_module,
+                "python_builder": environment.python_builder.value,
+            }
+            | _source(environment.source),
+        )
         gpu_types = {}
         for gpu in facts.gpu_types:
             gpu_types[gpu.name] = self._create(

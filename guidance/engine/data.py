@@ -1,0 +1,35 @@
+"""What the data path names, and how a job gets each kind onto the node."""
+
+import posixpath
+
+from guidance.engine.shell import shell_path
+from guidance.engine.types import DataKind
+
+# Archive suffixes, longest first so that ".tar.gz" wins over ".gz".
+ARCHIVE_SUFFIXES = (".tar.gz", ".tar.zst", ".tar.bz2", ".tar.xz", ".tgz", ".tzst", ".tar", ".zip")
+
+
+def kind_from_name(path: str) -> DataKind:
+    """An archive by its suffix, a file by any other suffix, else a folder (no suffix, or /)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    if path.endswith("/") or not name:
+        return DataKind.FOLDER
+    if name.endswith(ARCHIVE_SUFFIXES):
+        return DataKind.ARCHIVE
+    stem, dot, suffix = name.rpartition(".")
+    return DataKind.FILE if dot and stem and suffix else DataKind.FOLDER
+
+
+def is_zip(path: str) -> bool:
+    return path.lower().endswith(".zip")
+
+
+def archive_command(folder: str) -> str:
+    """The one-off command that makes an archive of a folder's contents beside it, so that
+    extracting it gives the same layout as copying the folder."""
+    folder = folder.rstrip("/") or folder
+    return f"tar -cf {shell_path(folder + '.tar')} -C {shell_path(folder)} ."
+
+
+def file_name(path: str) -> str:
+    return posixpath.basename(path.rstrip("/"))
