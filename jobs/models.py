@@ -9,6 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from jobs.slurm import SlurmState
+
 
 class SiteTemplate(models.Model):
     """A starting point admins publish, e.g. 'PyTorch training, one GPU'."""
@@ -81,29 +83,112 @@ class ClusterAccount(models.Model):
 
 
 class JobState(models.TextChoices):
+    """The portal's two states before Slurm has the job, then Slurm's own (jobs.slurm.SlurmState),
+    one for one under the same names, so that no state Slurm reports is shown as another."""
+
     SUBMITTING = "SUBMITTING", "Submitting"
     SUBMIT_FAILED = "SUBMIT_FAILED", "Not submitted"
     PENDING = "PENDING", "Pending"
+    CONFIGURING = "CONFIGURING", "Starting"
     RUNNING = "RUNNING", "Running"
+    SIGNALING = "SIGNALING", "Being signalled"
+    RESIZING = "RESIZING", "Resizing"
+    STOPPED = "STOPPED", "Stopped"
+    SUSPENDED = "SUSPENDED", "Suspended"
     COMPLETING = "COMPLETING", "Completing"
+    STAGE_OUT = "STAGE_OUT", "Copying files out"
+    REQUEUED = "REQUEUED", "Requeued"
+    REQUEUE_FED = "REQUEUE_FED", "Requeued by the federation"
+    REQUEUE_HOLD = "REQUEUE_HOLD", "Requeued and held"
+    SPECIAL_EXIT = "SPECIAL_EXIT", "Held after a special exit"
+    RESV_DEL_HOLD = "RESV_DEL_HOLD", "Held: reservation deleted"
     COMPLETED = "COMPLETED", "Completed"
     FAILED = "FAILED", "Failed"
     TIMEOUT = "TIMEOUT", "Timed out"
+    DEADLINE = "DEADLINE", "Deadline missed"
     CANCELLED = "CANCELLED", "Cancelled"
     OUT_OF_MEMORY = "OUT_OF_MEMORY", "Out of memory"
     NODE_FAIL = "NODE_FAIL", "Node failed"
+    BOOT_FAIL = "BOOT_FAIL", "Node failed to boot"
     PREEMPTED = "PREEMPTED", "Preempted"
+    REVOKED = "REVOKED", "Started on another cluster"
+    UNKNOWN = "UNKNOWN", "Unknown state"
 
     @classmethod
-    def final(cls) -> set[str]:
-        return {
-            cls.SUBMIT_FAILED, cls.COMPLETED, cls.FAILED, cls.TIMEOUT, cls.CANCELLED,
-            cls.OUT_OF_MEMORY, cls.NODE_FAIL, cls.PREEMPTED,
-        }  # fmt: skip
+    def final(cls) -> frozenset[str]:
+        return _FINAL_STATES
 
     @classmethod
-    def active(cls) -> set[str]:
-        return {cls.PENDING, cls.RUNNING, cls.COMPLETING}
+    def active(cls) -> frozenset[str]:
+        """Slurm has the job and it may still run: the states the poller asks Slurm about."""
+        return _ACTIVE_STATES
+
+    @property
+    def explanation(self) -> str:
+        return STATE_EXPLANATIONS[self]
+
+
+# Slurm decides which of its states are final (SlurmState.is_final); the portal adds its own.
+_FINAL_STATES = frozenset(
+    {JobState.SUBMIT_FAILED} | {JobState(state) for state in SlurmState if state.is_final}
+)
+_ACTIVE_STATES = frozenset(JobState) - _FINAL_STATES - {JobState.SUBMITTING}
+
+# What each state means, in words for the job's owner; the job page shows it under the state.
+STATE_EXPLANATIONS = {
+    JobState.SUBMITTING: "The portal is handing the script to Slurm.",
+    JobState.SUBMIT_FAILED: "Slurm did not take the script, so nothing ran: its message is below.",
+    JobState.PENDING: "Waiting in the queue for its turn or for free resources; the reason in "
+    "brackets says which.",
+    JobState.CONFIGURING: "Slurm has given the job its nodes and is getting them ready (some "
+    "clusters start or boot nodes first); the script starts when they are.",
+    JobState.RUNNING: "The script is running on its nodes.",
+    JobState.SIGNALING: "Slurm is sending the job a signal: a warning before its time is up, or "
+    "a cancel on its way. It is still running.",
+    JobState.RESIZING: "The job's allocation is growing or shrinking, as the job asked; it goes on "
+    "running.",
+    JobState.STOPPED: "Paused: the job's processes were stopped (SIGSTOP) but it keeps its nodes. "
+    "It carries on where it stopped when it is continued (SIGCONT), or ends when cancelled.",
+    JobState.SUSPENDED: "Paused by an administrator or by the scheduler, to let another job use "
+    "its CPUs. It carries on where it stopped when it is resumed.",
+    JobState.COMPLETING: "The script has ended and Slurm is cleaning up on its nodes; how it ended "
+    "shows in a moment.",
+    JobState.STAGE_OUT: "The script has ended and Slurm is copying its files out of the burst "
+    "buffer; how it ended shows when that is done.",
+    JobState.REQUEUED: "Slurm put the job back in the queue (after a node failure, a preemption "
+    "or a requeue request). It will start again from the beginning, so it resumes only from a "
+    "checkpoint it wrote.",
+    JobState.REQUEUE_FED: "The federation of clusters the job was sent to is putting it back in "
+    "the queue. It will start again from the beginning.",
+    JobState.REQUEUE_HOLD: "Slurm put the job back in the queue and holds it there: it will not "
+    "start again until it is released (scontrol release) or you cancel it.",
+    JobState.SPECIAL_EXIT: "The job ended with an exit code this cluster treats specially, so "
+    "Slurm put it back in the queue on hold: it will not start again until it is released "
+    "(scontrol release) or you cancel it.",
+    JobState.RESV_DEL_HOLD: "The reservation the job was to run in was deleted, so Slurm holds the "
+    "job in the queue: it will not start until it is released or you cancel it.",
+    JobState.COMPLETED: "The script ran to the end and exited with code 0.",
+    JobState.FAILED: "The script exited with an error (a non-zero exit code) or could not start; "
+    "the end of stderr usually says why.",
+    JobState.TIMEOUT: "Slurm stopped the job when it reached its time limit. Ask for more time, "
+    "or save checkpoints and run it as a chain of shorter jobs.",
+    JobState.DEADLINE: "Slurm ended the job because it could not finish before its deadline "
+    "(--deadline).",
+    JobState.CANCELLED: "The job was cancelled before it finished: by you, an administrator, or "
+    "Slurm (for example when a job it depends on failed).",
+    JobState.OUT_OF_MEMORY: "The job used more memory than it asked for and was killed. Ask for "
+    "more memory (--mem), or make it use less.",
+    JobState.NODE_FAIL: "A node the job ran on failed. This is not your program's fault: submit "
+    "it again (it resumes from a checkpoint if it wrote one).",
+    JobState.BOOT_FAIL: "The node Slurm chose for the job failed to boot, so the script never ran. "
+    "This is not your program's fault: submit it again.",
+    JobState.PREEMPTED: "Slurm stopped the job to make room for a job with a higher priority. "
+    "Submit it again (it resumes from a checkpoint if it wrote one).",
+    JobState.REVOKED: "The job was sent to several clusters of a federation and started on "
+    "another one; the copy on this cluster was withdrawn. Its output is on that other cluster.",
+    JobState.UNKNOWN: "Slurm reported a state this portal does not know. The portal keeps "
+    "following the job; tell its administrators if this lasts.",
+}
 
 
 class Job(models.Model):
@@ -168,6 +253,10 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in JobState.final()
+
+    @property
+    def state_explanation(self) -> str:
+        return JobState(self.state).explanation
 
     def record(self, state: str, detail: str = "") -> None:
         """Moves to `state`, keeping an event when it changes; the caller saves."""

@@ -50,19 +50,28 @@ class SlurmState(StrEnum):
     STOPPED = "STOPPED"
     SUSPENDED = "SUSPENDED"
     TIMEOUT = "TIMEOUT"
+    # Not printed by Slurm 22.05: a later Slurm's new state word reads as this, not as an error,
+    # so that one job stops neither the poll nor the parse of the other jobs. Not final.
+    UNKNOWN = "UNKNOWN"
 
     @classmethod
     def parse(cls, text: str) -> "SlurmState":
         # sacct says who cancelled: "CANCELLED by 1001".
         word = text.strip().split(" ", 1)[0]
+        # Anything but a state word (a column out of place) is an error, not a new state.
+        if not re.fullmatch(r"[A-Z][A-Z_]*", word):
+            raise SlurmParseError(f"not a job state: {text!r}")
         try:
             return cls(word)
         except ValueError:
-            raise SlurmParseError(f"unknown job state {text!r}") from None
+            return cls.UNKNOWN
 
     @property
     def is_final(self) -> bool:
-        """The job has ended and will not run again unless someone resubmits or requeues it."""
+        """The job has ended and will not run again unless someone resubmits or requeues it.
+
+        The one place that decides it: the portal's JobState.final() asks here.
+        """
         return self in _FINAL
 
 
@@ -352,6 +361,7 @@ class QueuedJob:
     array_job_id: int  # the job's own id when it is not an array task
     array_task_id: int | None
     state: SlurmState
+    state_text: str  # as printed: the word itself where `state` is UNKNOWN
     reason: str  # why it waits or ended: Resources, JobHeldUser, TimeLimit, ...; "" for none
     start: datetime | None  # expected start while pending, if the scheduler knows
     time_used: timedelta | None
@@ -376,6 +386,7 @@ def parse_squeue(text: str) -> list[QueuedJob]:
                 array_job_id=int(row["array_job_id"]),
                 array_task_id=int(task) if task.isdigit() else None,
                 state=SlurmState.parse(row["state"]),
+                state_text=row["state"].strip(),
                 reason=_no_value_as_empty(row["reason"]).strip(),
                 start=parse_time(row["start"]),
                 time_used=parse_duration(row["time_used"]),
@@ -445,6 +456,7 @@ class AccountedJob:
     job_id: JobId
     job_id_raw: int  # an array task's own id
     state: SlurmState
+    state_text: str  # as printed: "CANCELLED by 1001"; the word itself where `state` is UNKNOWN
     cancelled_by: int | None  # the uid in "CANCELLED by 1001"
     exit_code: ExitCode | None
     elapsed: timedelta | None
@@ -495,6 +507,7 @@ def parse_sacct(text: str) -> list[AccountedJob]:
             job_id=JobId.parse(job_id),
             job_id_raw=int(row["JobIDRaw"]),
             state=SlurmState.parse(state_text),
+            state_text=state_text,
             cancelled_by=int(by[1]) if by else None,
             exit_code=ExitCode.parse(row["ExitCode"]),
             elapsed=parse_duration(row["Elapsed"]),

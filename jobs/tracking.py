@@ -6,13 +6,16 @@ CPUs, CPU time, peak memory). A job with array tasks (a chain, or similar runs) 
 task and takes its state from them; its accounting adds its tasks' times up.
 """
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
 from jobs.models import Job, JobState, JobTask
 from jobs.remote import Snapshot
-from jobs.slurm import AccountedJob
+from jobs.slurm import AccountedJob, QueuedJob, SlurmState
+
+logger = logging.getLogger(__name__)
 
 UPDATED_FIELDS = [
     "state", "reason", "exit_code", "signal", "elapsed", "started", "ended", "nodes",
@@ -25,25 +28,35 @@ def _tracked(job: Job) -> tuple:
     return tuple(getattr(job, name) for name in UPDATED_FIELDS)
 
 
-# The state that tells most about a whole array, given its tasks' states: any task still
-# running or waiting keeps the array so; then any failure shows, then success.
+# The state that tells most about a whole array, given its tasks' states. Every state in which
+# a task may still run comes before every final one, so that an array ends only when all its
+# tasks have: running first, then paused or held (someone has to act), then waiting; then any
+# failure shows, then cancellation, then success.
 ARRAY_PRECEDENCE = [
-    JobState.RUNNING,
-    JobState.COMPLETING,
-    JobState.PENDING,
-    JobState.FAILED,
-    JobState.OUT_OF_MEMORY,
-    JobState.TIMEOUT,
-    JobState.NODE_FAIL,
-    JobState.PREEMPTED,
-    JobState.CANCELLED,
-    JobState.COMPLETED,
-]
+    JobState.RUNNING, JobState.SIGNALING, JobState.RESIZING, JobState.CONFIGURING,
+    JobState.COMPLETING, JobState.STAGE_OUT, JobState.STOPPED, JobState.SUSPENDED,
+    JobState.SPECIAL_EXIT, JobState.REQUEUE_HOLD, JobState.RESV_DEL_HOLD,
+    JobState.REQUEUED, JobState.REQUEUE_FED, JobState.PENDING, JobState.UNKNOWN,
+    JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.TIMEOUT, JobState.DEADLINE,
+    JobState.NODE_FAIL, JobState.BOOT_FAIL, JobState.PREEMPTED,
+    JobState.CANCELLED, JobState.REVOKED, JobState.COMPLETED,
+]  # fmt: skip
+
+# The state words this process has logged as unknown: once each, not at every poll.
+_logged_unknown: set[str] = set()
 
 
-def _state(slurm_state: str) -> str:
-    name = str(slurm_state).split()[0].upper()  # "CANCELLED by 1000"
-    return name if name in JobState.values else JobState.RUNNING if name else JobState.PENDING
+def _state(row: QueuedJob | AccountedJob) -> JobState:
+    """The portal's state for Slurm's: the same name. A word this portal does not know (a later
+    Slurm's) reads as UNKNOWN, which is not final: the job is polled on, never shown as running."""
+    if row.state is SlurmState.UNKNOWN and row.state_text not in _logged_unknown:
+        _logged_unknown.add(row.state_text)
+        logger.warning(
+            "Slurm reported job state %r, which the portal does not know: its jobs show as "
+            "'Unknown state' and are polled on",
+            row.state_text,
+        )
+    return JobState(row.state)
 
 
 def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
@@ -109,12 +122,13 @@ def _update(job: Job, rows: list) -> None:
     job.started = job.started or min((t.started for t in parts if t.started), default=None)
 
 
-def _combined_state(queue, acct) -> str:
-    if acct is not None:
-        return _state(acct.state)
-    state = _state(queue.state)
+def _combined_state(queue: QueuedJob | None, acct: AccountedJob | None) -> JobState:
+    # sacct has the last word on how a job ended. Until then squeue's word is the controller's
+    # own and says more: sacct reads a STOPPED job as RUNNING, a SPECIAL_EXIT one as PENDING.
+    if acct is not None and (queue is None or acct.state.is_final):
+        return _state(acct)
     # squeue lists a job that just ended, without its exit code: wait for sacct's word.
-    return JobState.COMPLETING if state in JobState.final() else state
+    return JobState.COMPLETING if queue.state.is_final else _state(queue)
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -128,7 +142,10 @@ def _task_order(task_id: str) -> tuple[int, str]:
 
 def _take(job: Job, seen: dict) -> None:
     queue, acct = seen.get("queue"), seen.get("acct")
-    _move(job, seen["state"], queue.reason if queue else "")
+    reason = queue.reason if queue else ""
+    if seen["state"] == JobState.UNKNOWN:
+        reason = (queue or acct).state_text  # Slurm's word: what the user can tell the admins
+    _move(job, seen["state"], reason)
     if acct:
         if acct.exit_code:
             job.exit_code, job.signal = acct.exit_code.code, acct.exit_code.signal
@@ -145,7 +162,8 @@ def _move(job: Job, state: str, reason: str) -> None:
     reason = "" if reason in ("None", "(null)") else reason
     if state != job.state:
         job.record(state, reason)
-    job.reason = reason if state == JobState.PENDING else ""
+    # Why a job waits, is held or is in a state the portal does not know; an ended job has none.
+    job.reason = reason if state not in JobState.final() else ""
 
 
 def _account(job: Job, parts: list[AccountedJob]) -> None:

@@ -8,6 +8,7 @@ from django.core.management import call_command
 from guidance import models
 from guidance.facts import cluster_facts
 from guidance.seed import CLUSTERS
+from guidance.templatetags.guidance_tags import decimal_size
 
 SEEDED = ["processing", "narval", "beluga", "cedar", "graham", "dgx"]
 
@@ -67,6 +68,32 @@ def test_the_dgx_page_says_it_takes_no_scripts(user_client, seeded):
     page = user_client.get("/guidance/dgx/").content.decode()
     assert "runs Run:ai, not Slurm" in page
     assert "more than 90% GPU compute utilization" in page
+
+
+def test_storage_quotas_read_as_the_site_publishes_them(user_client, seeded):
+    # The federation documents home 50 GB, scratch 20 TB, project 1 TB, in powers of 1000.
+    page = user_client.get("/guidance/narval/").content.decode()
+    for quota in ("50 GB", "20 TB", "1 TB"):
+        assert f"<td>{quota}</td>" in page
+    for binary in ("46.6", "18.2 TB", "931.3"):
+        assert binary not in page
+
+
+@pytest.mark.parametrize(
+    ("size", "shown"),
+    [
+        (0, "0 B"),
+        (999, "999 B"),
+        (1000, "1 kB"),
+        (1_500_000, "1.5 MB"),
+        (50 * 1000**3, "50 GB"),
+        (1_250 * 1000**3, "1.25 TB"),
+        (999_999 * 1000**2, "1 TB"),  # rounds up to the next unit, not "1000 GB"
+        (20 * 1000**4, "20 TB"),
+    ],
+)
+def test_sizes_are_shown_in_decimal_units(size, shown):
+    assert decimal_size(size) == shown
 
 
 def test_an_unknown_cluster_is_404(user_client, seeded):

@@ -21,3 +21,19 @@ def get_item(mapping: dict, key: str):
 @register.filter
 def hours(value: float) -> str:
     return describe_hours(value)
+
+
+_DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
+
+
+@register.filter
+def decimal_size(size_bytes: int) -> str:
+    """Bytes in the powers of 1000 that sites publish quotas in: 50 GB, 20 TB, 1.5 TB.
+
+    Not filesizeformat, which divides by 1024 and so shows a 50 GB quota as "46.6 GB".
+    """
+    value, unit = float(size_bytes), 0
+    # Rounded first, so that 999,999 MB reads "1 TB" rather than "1000 GB".
+    while round(value, 2) >= 1000 and unit < len(_DECIMAL_UNITS) - 1:
+        value, unit = value / 1000, unit + 1
+    return f"{round(value, 2):g} {_DECIMAL_UNITS[unit]}"
