@@ -7,10 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
+from guidance.engine.shell import PATH_START, variable_of
 from jobs import keys, slurm
 from jobs.gateway import ClusterError, ErrorKind, Login, gateway
 from jobs.models import ClusterAccount, Job
 from jobs.monitoring import with_monitoring
+from jobs.script import STOP_MARK
 
 TAG_PREFIX = "portal:"
 OUTPUT_CAP = 64 * 1024  # the tail of stdout or stderr a job page shows
@@ -138,10 +140,86 @@ def output_tail(job: Job, stream: str) -> bytes:
 
     An array (a chain) writes one file per task, slurm-<array id>_<task>: show the newest part's.
     """
-    part = job.tasks.exclude(started=None).order_by("-started").first()
-    name = f"{job.slurm_id}_{part.task_id}" if part else job.slurm_id
-    path = f"{job.job_dir}/slurm-{name}.{stream}"
+    path = f"{job.job_dir}/slurm-{_newest_part(job)}.{stream}"
     return gateway.read_tail(login_for(job.account), path, OUTPUT_CAP)
+
+
+def _newest_part(job: Job) -> str:
+    """The file name stem of the job's newest part: slurm-<id>, or slurm-<array id>_<task>."""
+    part = job.tasks.exclude(started=None).order_by("-started").first()
+    return f"{job.slurm_id}_{part.task_id}" if part else job.slurm_id
+
+
+# Looks at a data path as a job would see it: $1 the variable it starts with ("" for none), $2 the
+# rest, literally; then NAME=value fallbacks for the site's variables. Prints the path, then
+# "folder <files, counted up to 100,001>", "file <bytes>", "other", "missing" or "unset <NAME>".
+PATH_PROBE = r"""
+var=$1 rest=$2; shift 2
+for pair; do
+    name=${pair%%=*}
+    [ -n "$(printenv "$name")" ] || export "$name=${pair#*=}"
+done
+base=""
+if [ -n "$var" ]; then
+    base=$(printenv "$var") || base=""
+    [ -n "$base" ] || { printf '
+unset %s
+' "$var"; exit 0; }
+fi
+p=$base$rest
+printf '%s
+' "$p"
+if [ -d "$p" ]; then printf 'folder %s
+' "$(find "$p" -type f 2>/dev/null | head -n 100001 | wc -l)"
+elif [ -f "$p" ]; then printf 'file %s
+' "$(stat -c %s "$p")"
+elif [ -e "$p" ]; then echo other
+else echo missing
+fi
+"""
+
+
+@dataclass(frozen=True)
+class PathCheck:
+    path: str  # as the cluster expands it
+    what: str  # folder | file | other | missing | unset
+    count: int | None = None  # files in a folder (up to 100,001), or a file's bytes
+    variable: str = ""  # the variable that was not set
+
+
+def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) -> PathCheck:
+    """What `path` is on the cluster, looked at through the user's own login."""
+    start = PATH_START.match(path)
+    variable = variable_of(path)
+    rest = path[start.end() :] if start else path
+    pairs = [f"{name}={value}" for name, value in fallbacks.items()]
+    result = gateway.run(
+        login_for(account), ["bash", "-c", PATH_PROBE, "portal-path", variable, rest, *pairs]
+    )
+    lines = result.stdout.splitlines()
+    if result.exit_status != 0 or len(lines) < 2:
+        raise ClusterError(
+            ErrorKind.PROTOCOL,
+            f"The path could not be looked at: {result.stderr.strip() or 'no answer'}",
+            retryable=False,
+        )
+    what, _, number = lines[1].partition(" ")
+    if what == "unset":
+        return PathCheck("", what, variable=number)
+    return PathCheck(lines[0], what, int(number) if number.isdigit() else None)
+
+
+STOP_TAIL_BYTES = 4096  # the stop line is among the script's last words
+
+
+def stop_line(job: Job) -> str:
+    """The one line in which the job's script said why it stopped itself (jobs.script's
+    portal_stop), or "" when it said none."""
+    path = f"{job.job_dir}/slurm-{_newest_part(job)}.err"
+    tail = gateway.read_tail(login_for(job.account), path, STOP_TAIL_BYTES)
+    lines = tail.decode(errors="replace").splitlines()
+    said = [line for line in lines if line.startswith(STOP_MARK)]
+    return said[-1].removeprefix(STOP_MARK).strip() if said else ""
 
 
 # What Slurm's terse refusals mean, in plain words; Slurm's own words always come first.

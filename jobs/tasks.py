@@ -10,6 +10,7 @@ from django.utils import timezone
 from jobs import gpu_samples, remote, tracking
 from jobs.gateway import ClusterError
 from jobs.models import ClusterAccount, Job, JobState
+from jobs.script import STOP_STATUS
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ def poll_clusters() -> None:
                 Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
                 continue
             tracking.apply(snapshot, jobs)
+            _say_why_scripts_stopped(jobs)
         # GPU samples are read with the states they belong to; failing to read them marks no
         # job stale (the states are fresh) and costs nothing but a retry next poll.
         try:
@@ -69,6 +71,22 @@ def poll_clusters() -> None:
         except Exception:
             # One login's bad data must not stop the others' polls.
             logger.exception("GPU samples of %s not stored", account)
+
+
+def _say_why_scripts_stopped(jobs: list[Job]) -> None:
+    """A portal script that stopped itself (no data, a variable the site did not set) said why in
+    one line of its stderr: that line becomes the job's message. One read per such job, once."""
+    for job in jobs:
+        if job.state != JobState.FAILED or job.exit_code != STOP_STATUS or job.message:
+            continue
+        try:
+            line = remote.stop_line(job)
+        except ClusterError as error:
+            logger.warning("Why job %s stopped was not read: %s", job.pk, error.message)
+            continue
+        if line:
+            job.message = line
+            Job.objects.filter(pk=job.pk).update(message=line)
 
 
 def _logins_to_poll(now) -> QuerySet[ClusterAccount]:

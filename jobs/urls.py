@@ -7,6 +7,7 @@ app_name = "jobs"
 urlpatterns = [
     path("new/", views.compose, name="compose"),
     path("check/", check_views.check, name="check"),
+    path("new/check-path/", views.check_path, name="check_path"),
     path("compositions/", views.compositions, name="compositions"),
     path("compositions/<int:pk>/", views.composition, name="composition"),
     path("compositions/<int:pk>/update/", views.composition_update, name="composition_update"),

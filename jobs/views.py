@@ -5,10 +5,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.models import Cluster
+from jobs import data_path, remote
 from jobs.compose import compose as compose_script
 from jobs.forms import ComposeForm
+from jobs.gateway import ClusterError
 from jobs.job_views import start_submission
-from jobs.models import Composition, SiteTemplate
+from jobs.models import ClusterAccount, Composition, SiteTemplate
 from jobs.validation import validate
 
 SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
@@ -143,3 +145,27 @@ def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
     obj.is_template = request.POST.get("is_template") == "on"
     obj.save(update_fields=["is_template", "updated"])
     return redirect(obj)
+
+
+@login_required
+@require_POST
+def check_path(request: HttpRequest) -> HttpResponse:
+    """Looks at the data path on the cluster, through the user's own login, when asked."""
+    slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
+    cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
+    ctx: dict = {"cluster": cluster}
+    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    if cluster is None or not path:
+        ctx["problem"] = "Choose a cluster and enter a data path first."
+    elif account is None:
+        ctx["needs_login"] = True
+    else:
+        try:
+            found = remote.check_path(account, path, data_path.fallbacks(cluster, account.username))
+        except ClusterError as error:
+            ctx["problem"] = error.message
+        else:
+            ctx["ok"], ctx["said"] = data_path.describe(
+                found, cluster.name, request.POST.get("data_kind", "")
+            )
+    return render(request, "jobs/path_check.html", ctx)

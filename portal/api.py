@@ -233,6 +233,10 @@ class TierOut(Schema):
 class StorageOut(Schema):
     kind: engine.Placement = Field(description="Where the job reads its data from.")
     archive: bool = Field(description="Pack the many small files into one archive first.")
+    data_kind: engine.DataKind = Field(
+        description="What the data path is taken to be: a folder is copied, an archive "
+        "extracted on the node, a file copied."
+    )
     tier: TierOut | None
     reason: str
     source: str
@@ -319,6 +323,7 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
         "storage": {
             "kind": storage.placement,
             "archive": storage.archive,
+            "data_kind": storage.data_kind,
             "tier": {"name": tier.name, "path": tier.path} if tier else None,
             "reason": storage.reason,
             "source": _source(storage.source),
@@ -414,6 +419,9 @@ class ScriptIn(JobIn):
     results_dir: str = Field(max_length=1000, description="Persistent storage for results.")
     account: str = Field("", max_length=64)
     data_path: str = Field("", max_length=1000, description="The dataset on shared storage.")
+    data_kind: engine.DataKind | None = Field(
+        None, description="folder, archive or file; when left out, taken from the path's name."
+    )
     modules: list[str] = Field([], description="Modules to load, e.g. ['python/3.11', 'cuda'].")
     environment: str = Field("none", description="none, venv or requirements.")
     environment_path: str = Field("", max_length=1000)

@@ -22,9 +22,13 @@ def plan_chain(
     spec: JobSpec, cluster: Cluster, partition: Partition, notes: Notes
 ) -> ChainPlan | None:
     chunk = cluster.policy.checkpoint_chunk_hours
-    if spec.hours <= chunk:
+    # A partition whose limit is under the chunk sets the length of each part.
+    per_job = min(chunk, partition.max_hours)
+    if spec.hours <= per_job:
         return None
     if not spec.checkpointing:
+        if spec.hours <= chunk:
+            return None  # over the partition's limit: validation says so
         notes.warn(
             "long_without_checkpoints",
             f"{describe_hours(spec.hours)} is longer than {describe_hours(chunk)}: an outage "
@@ -35,7 +39,6 @@ def plan_chain(
             "checkpointing",
         )
         return None
-    per_job = min(chunk, partition.max_hours)
     # round() keeps 72 h / 24 h at 3 jobs despite floating point.
     jobs = math.ceil(round(spec.hours / per_job, 6))
     return ChainPlan(

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from guidance.models import Cluster, Policy, StorageTier
+from guidance.models import Cluster, JobEnvironment, Policy, StorageTier
 from jobs import keys
 from jobs.gateway import ClusterError, fetch_host_key
 from jobs.importer import import_partitions
@@ -70,20 +70,30 @@ class Command(BaseCommand):
             self.stdout.write(f"{account.owner} logs in as {account}.")
 
     def _guidance(self, cluster: Cluster) -> None:
-        # Small nodes: 4 CPUs and 8000 MB for 2 GPUs each; no per-job local directory.
+        # Small nodes: 4 CPUs and 8000 MB for 2 GPUs each.
         Policy.objects.get_or_create(
             cluster=cluster,
             defaults={"cpus_per_gpu": 2, "memory_per_gpu_mb": 2000, "note": DESCRIPTION},
         )
-        StorageTier.objects.get_or_create(
+        # A plain Slurm site: each node's own /localscratch, shared by the jobs on the node (the
+        # job makes its folder there and removes it); no per-job directory, no modules.
+        StorageTier.objects.update_or_create(
             cluster=cluster,
-            name="Node-local /tmp",
-            defaults={"kind": "node_local", "path": "/tmp", "persistent": False},
+            kind="node_local",
+            defaults={
+                "name": "Node-local /localscratch",
+                "path": "/localscratch",
+                "persistent": False,
+                "per_job": False,
+            },
         )
         StorageTier.objects.get_or_create(
             cluster=cluster,
             name="Home",
             defaults={"kind": "home", "path": "$HOME", "persistent": True},
+        )
+        JobEnvironment.objects.get_or_create(
+            cluster=cluster, defaults={"python_builder": "venv", "note": DESCRIPTION}
         )
 
     def _account(self, user, cluster: Cluster, env: dict[str, str]) -> ClusterAccount:

@@ -1,0 +1,62 @@
+"""Checking a data path on the cluster on request: what is there, said against what the plan
+expects (jobs.remote.check_path does the looking)."""
+
+from guidance.engine import DataKind
+from guidance.engine.data import kind_from_name
+from guidance.models import Cluster
+from jobs.remote import PathCheck
+
+MANY_FILES = 100_000  # the probe counts up to one more than this
+
+
+def fallbacks(cluster: Cluster, username: str) -> dict[str, str]:
+    """The site's variables with the values a job falls back on, for a login shell that lacks
+    them; $USER is the login's. Values naming other variables are left to the shell's own."""
+    environment = getattr(cluster, "job_environment", None)
+    pairs = environment.pairs() if environment else ()
+    values = {
+        name: value.replace("${USER}", username).replace("$USER", username)
+        for name, value in pairs
+        if value
+    }
+    return {name: value for name, value in values.items() if "$" not in value}
+
+
+def describe(found: PathCheck, cluster: str, chosen: str) -> tuple[bool, str]:
+    """(all well, what to tell the user) for what the check found; `chosen` is the data kind
+    the user picked ("" to take it from the name)."""
+    if found.what == "unset":
+        return False, (
+            f"Your login on {cluster} has no ${found.variable} outside jobs: write the path out "
+            "in full to check it."
+        )
+    if found.what == "missing":
+        return False, (
+            f"Nothing is at {found.path} on {cluster}: the job would stop at once. Correct the "
+            "path, or copy the data there first."
+        )
+    if found.what == "other":
+        return False, f"{found.path} on {cluster} is neither a folder nor a file."
+    if found.what == "folder":
+        files = (
+            f"more than {MANY_FILES:,} files"
+            if found.count and found.count > MANY_FILES
+            else f"{found.count or 0:,} files"
+        )
+        text = f"{found.path} on {cluster} is a folder of {files}: the job copies it with rsync."
+        if chosen and chosen != DataKind.FOLDER:
+            return False, f"{text} You chose '{DataKind(chosen).label}': choose 'A folder'."
+        return True, text
+    kind = DataKind(chosen) if chosen else kind_from_name(found.path)
+    size = f"{(found.count or 0) / 1e6:,.1f} MB"
+    if kind == DataKind.FOLDER:
+        return False, (
+            f"{found.path} on {cluster} is a file of {size}, not a folder: choose 'An archive' "
+            "or 'A single file' as the data kind."
+        )
+    what = (
+        "an archive: the job extracts it on the node"
+        if kind == DataKind.ARCHIVE
+        else ("a single file: the job copies it to the node")
+    )
+    return True, f"{found.path} on {cluster} is a file of {size}, taken as {what}."

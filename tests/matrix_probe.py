@@ -1,0 +1,65 @@
+"""The program the script matrix's jobs run (tests/test_script_matrix.py), on the cluster's Python.
+
+It reads the data where the script put it ($DATA_PATH), writes what it found as JSON to the results
+destination on shared storage (one file per node and chain part), leaves a result in $RESULTS_DIR
+(node-local when the data was staged: it only arrives if the copy-back works) and, on the first
+task, a checkpoint naming the one it resumed from. Standard library only: Python 3.8 and newer.
+"""
+
+import hashlib
+import json
+import os
+import pathlib
+import signal
+import time
+
+
+def digest(path: pathlib.Path) -> tuple[str, int]:
+    """sha256 over the relative names and contents of every file, in name order."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    sha = hashlib.sha256()
+    for file in files:
+        sha.update((file.name if file == path else str(file.relative_to(path))).encode())
+        sha.update(file.read_bytes())
+    return sha.hexdigest(), len(files)
+
+
+def probe_module() -> str:
+    try:
+        import portal_probe  # installed from the requirements file, when the case has one
+    except ImportError:
+        return ""
+    return portal_probe.VALUE
+
+
+def main() -> None:
+    signals = []
+    signal.signal(signal.SIGUSR1, lambda *_: signals.append("USR1"))
+    env = os.environ
+    part = env.get("SLURM_ARRAY_TASK_ID", "0")
+    node = env.get("SLURMD_NODENAME", "unknown")
+    data = pathlib.Path(env["DATA_PATH"])
+    sha, files = digest(data)
+    last = env.get("LAST_CHECKPOINT", "")
+    time.sleep(float(env.get("PROBE_SECONDS", "0")))
+    found = {
+        "digest": sha,
+        "files": files,
+        "data_path": str(data),
+        "stage_dir": env.get("STAGE_DIR", ""),
+        "env_dir": env.get("ENV_DIR", ""),
+        "slurm_tmpdir": env.get("SLURM_TMPDIR"),
+        "probe_module": probe_module(),
+        "resumed_from": pathlib.Path(last).read_text() if last else "",
+        "signals": signals,
+    }
+    results_dest = pathlib.Path(env["RESULTS_DEST"])
+    (results_dest / f"probe-{part}-{node}.json").write_text(json.dumps(found))
+    if env.get("SLURM_PROCID", "0") == "0":
+        (pathlib.Path(env["RESULTS_DIR"]) / f"result-{part}.txt").write_text(sha)
+        checkpoint = pathlib.Path(env["CHECKPOINT_DIR"]) / f"part-{part}.ckpt"
+        checkpoint.write_text(f"part {part}")
+
+
+if __name__ == "__main__":
+    main()

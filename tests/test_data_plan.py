@@ -1,0 +1,179 @@
+"""The data kind and the site's job environment, from the composer's form to the script's text.
+
+The scripts themselves run in tests/test_script_matrix.py; here: what the form accepts, what the
+plan says and why, and that an admin's edit of a site's job environment reaches the script.
+"""
+
+import pytest
+
+from guidance.engine import DataKind
+from guidance.engine.data import archive_command, kind_from_name
+from guidance.models import JobEnvironment
+from jobs import data_path
+from jobs.compose import compose
+from jobs.forms import ComposeForm
+from jobs.remote import PathCheck
+
+BASE = {
+    "cluster": "narval",
+    "job_name": "train",
+    "account": "def-someone",
+    "workload": "training",
+    "dataset_gb": "50",
+    "file_count": "",
+    "data_path": "$PROJECT/data/imagenet.tar",
+    "gpu_count": "1",
+    "hours": "12",
+    "nodes": "1",
+    "similar_runs": "1",
+    "environment": "none",
+    "command": "python train.py --data $DATA_PATH",
+    "results_dir": "$SCRATCH/results",
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("$PROJECT/imagenet", DataKind.FOLDER),
+        ("$PROJECT/imagenet/", DataKind.FOLDER),
+        ("/data/v1.2/images", DataKind.FOLDER),  # a dot in a parent folder says nothing
+        ("~/data/train.tar", DataKind.ARCHIVE),
+        ("~/data/train.tar.gz", DataKind.ARCHIVE),
+        ("~/data/train.TGZ", DataKind.ARCHIVE),
+        ("~/data/train.tar.zst", DataKind.ARCHIVE),
+        ("~/data/train.zip", DataKind.ARCHIVE),
+        ("~/data/weights.h5", DataKind.FILE),
+        ("~/data/.hidden", DataKind.FOLDER),
+    ],
+)
+def test_the_kind_is_taken_from_the_name(path, kind):
+    assert kind_from_name(path) == kind
+
+
+def test_the_archive_advice_is_a_command_that_keeps_the_folders_layout():
+    assert (
+        archive_command("$SCRATCH/my data/")
+        == "tar -cf \"$SCRATCH\"'/my data.tar' -C \"$SCRATCH\"'/my data' ."
+    )
+
+
+def _compose(seeded, **changes):
+    form = ComposeForm(BASE | changes)
+    return form, compose(form)
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "command"),
+    [
+        ("$PROJECT/d.tar.gz", "", 'tar -xf "$DATA_SOURCE" -C "$STAGE_DIR"'),
+        ("$PROJECT/d.zip", "", 'unzip -q "$DATA_SOURCE" -d "$STAGE_DIR"'),
+        ("$PROJECT/d", "", 'rsync -a --info=progress2 "$DATA_SOURCE"/ "$STAGE_DIR"/'),
+        ("$PROJECT/d.h5", "", 'cp "$DATA_SOURCE" "$STAGE_DIR"/'),
+        ("$PROJECT/d.h5", "archive", 'tar -xf "$DATA_SOURCE" -C "$STAGE_DIR"'),
+        ("$PROJECT/d.tar", "folder", 'rsync -a --info=progress2 "$DATA_SOURCE"/ "$STAGE_DIR"/'),
+    ],
+)
+def test_the_staging_follows_what_the_data_is(seeded, path, kind, command):
+    form, composed = _compose(seeded, data_path=path, data_kind=kind)
+    assert composed is not None, form.errors
+    assert command in composed.script
+    step = composed.recommendation.storage.staging[0]
+    assert command in step.command and step.reason and step.source
+
+
+def test_a_single_file_is_found_by_its_name_on_the_node(seeded):
+    _, composed = _compose(seeded, data_path="$PROJECT/models/weights.h5")
+    assert 'DATA_PATH="$STAGE_DIR"/weights.h5' in composed.script
+    assert '[ -f "$DATA_SOURCE" ] || portal_stop' in composed.script
+
+
+def test_a_folder_of_many_small_files_gets_the_exact_archive_command(seeded):
+    _, composed = _compose(seeded, data_path="$PROJECT/imagenet", file_count="1200000")
+    [tip] = [n for n in composed.recommendation.tips if n.code == "archive_folder"]
+    assert 'tar -cf "$PROJECT"/imagenet.tar -C "$PROJECT"/imagenet .' in tip.message
+    assert tip.source and tip.field == "data_path"
+    # An archive given as the data path needs no such advice.
+    _, composed = _compose(seeded, data_path="$PROJECT/imagenet.tar", file_count="1200000")
+    assert "archive_folder" not in {n.code for n in composed.recommendation.tips}
+
+
+def test_the_composer_page_shows_the_plan_with_its_reason_and_source(seeded, user_client):
+    page = user_client.get("/jobs/new/", BASE | {"data_path": "$PROJECT/d.zip"})
+    text = page.content.decode()
+    assert "Extract the dataset archive on the node" in text
+    assert "unzip -q" in text
+    assert "002_7837a9bf9505db0f.txt" in text  # the source of the archive advice
+
+
+def test_modules_on_a_site_without_a_module_system_are_refused_on_their_field(seeded):
+    form, composed = _compose(
+        seeded, cluster="processing", modules="cuda", results_dir="$HOME/results"
+    )
+    assert composed is None
+    assert "no module command" in form.errors["modules"][0]
+
+
+def test_a_path_starting_with_a_variable_the_site_does_not_set_is_refused(seeded):
+    form, composed = _compose(
+        seeded, cluster="processing", data_path="$SLURM_TMPDIR/d", results_dir="$HOME/r"
+    )
+    assert composed is None
+    assert "have no $SLURM_TMPDIR" in form.errors["data_path"][0]
+
+
+def test_each_site_builds_a_virtualenv_its_own_way(seeded):
+    changes = {"environment": "requirements", "environment_path": "$HOME/requirements.txt"}
+    _, narval = _compose(seeded, **changes)
+    assert "module load python\n" in narval.script
+    assert 'virtualenv --no-download "$ENV_DIR"' in narval.script
+    assert 'pip" install --no-index -r' in narval.script
+    assert 'WORK_DIR="$SLURM_TMPDIR"' in narval.script
+    _, processing = _compose(
+        seeded, cluster="processing", results_dir="$HOME/r", data_path="$HOME/d", **changes
+    )
+    assert 'python3 -m venv "$ENV_DIR"' in processing.script
+    assert "SLURM_TMPDIR" not in processing.script
+    assert ': "${SCRATCH:=/processing/$USER}"' in processing.script
+
+
+def test_an_admins_edit_of_the_job_environment_reaches_the_script(seeded, staff_client):
+    environment = JobEnvironment.objects.get(cluster__slug="narval")
+    changes = {"environment": "requirements", "environment_path": "$HOME/requirements.txt"}
+    page = staff_client.get(f"/admin/guidance/jobenvironment/{environment.pk}/change/")
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data = {name: form.initial.get(name, "") for name in form.fields} | {
+        "variables": "SLURM_TMPDIR\nSCRATCH=/lustre/scratch/$USER\nPROJECT",
+        "python_builder": "venv",
+        "python_module": "python",
+        "modules": "on",
+    }
+    response = staff_client.post(f"/admin/guidance/jobenvironment/{environment.pk}/change/", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    _, composed = _compose(seeded, **changes)
+    assert ': "${SCRATCH:=/lustre/scratch/$USER}"' in composed.script
+    assert 'python3 -m venv "$ENV_DIR"' in composed.script
+    # A value that could run a command is refused in the admin, on its field.
+    data["variables"] = "SCRATCH=$(rm -rf ~)"
+    response = staff_client.post(f"/admin/guidance/jobenvironment/{environment.pk}/change/", data)
+    assert response.status_code == 200
+    assert "nothing else" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("found", "chosen", "ok", "words"),
+    [
+        (PathCheck("/p/d", "folder", 2000), "", True, "a folder of 2,000 files"),
+        (PathCheck("/p/d", "folder", 100_001), "", True, "more than 100,000 files"),
+        (PathCheck("/p/d", "folder", 3), "archive", False, "choose 'A folder'"),
+        (PathCheck("/p/d.tar", "file", 5_000_000), "", True, "an archive"),
+        (PathCheck("/p/d.h5", "file", 5_000_000), "", True, "a single file"),
+        (PathCheck("/p/d", "file", 5_000_000), "", False, "not a folder"),
+        (PathCheck("/p/x", "missing"), "", False, "the job would stop at once"),
+        (PathCheck("", "unset", variable="PROJECT"), "", False, "no $PROJECT outside jobs"),
+    ],
+)
+def test_a_checked_path_is_told_against_the_plan(found, chosen, ok, words):
+    said_ok, said = data_path.describe(found, "Narval", chosen)
+    assert said_ok == ok and words in said

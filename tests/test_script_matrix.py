@@ -1,0 +1,395 @@
+"""Every kind of script the portal writes, run on the dev cluster with the job environment of the
+site it was written for (docker/devcluster: partitions site-alliance, site-processing, gpu-a100).
+
+Scripts are rendered by the composer's own path (ComposeForm -> compose), written as the user's
+files and submitted with sbatch over the dev cluster's sshd; only what the dev cluster cannot have
+(partition, account, GPU type, CPUs, memory, time) is overridden on sbatch's command line. All
+jobs are submitted at once and run concurrently; each case then asserts what a user would check:
+the job's end state, that the program read the staged data (checksums), that results and
+checkpoints arrived, and that the node-local copies are gone. Each script passes shellcheck.
+"""
+
+import hashlib
+import io
+import json
+import pathlib
+import shutil
+import subprocess
+import tarfile
+import time
+import uuid
+import zipfile
+from dataclasses import dataclass
+
+import pytest
+from django.core.management import call_command
+from django.db import transaction
+
+from guidance.engine import Placement
+from jobs.compose import compose
+from jobs.forms import ComposeForm
+from jobs.script import STOP_MARK, STOP_STATUS
+from tests.matrix_probe import digest
+from tests.services import service_missing
+
+# The module's fixtures render in their own rolled-back transaction; the mark makes pytest-django
+# create the test database for them.
+pytestmark = pytest.mark.django_db
+
+PROBE = pathlib.Path(__file__).with_name("matrix_probe.py")
+USER = "portaltest"
+HOME = pathlib.Path("/home") / USER
+
+
+@dataclass(frozen=True)
+class Site:
+    partition: str
+    data_root: str  # as the user writes it
+    results_root: str
+    real: dict[str, str]  # the variables those paths start with, as the site sets them
+
+
+ALLIANCE = Site(
+    "site-alliance",
+    "$PROJECT",
+    "$SCRATCH",
+    {"PROJECT": "/project/portal", "SCRATCH": f"/scratch/{USER}"},
+)
+SITES = {
+    "narval": ALLIANCE,
+    "beluga": ALLIANCE,
+    "cedar": ALLIANCE,
+    "graham": ALLIANCE,
+    "processing": Site("site-processing", "$HOME", "$HOME", {}),
+    "local": Site("gpu-a100", "$HOME", "$HOME", {}),
+}
+PLACEMENTS = {"memory": 5, "node_local": 50, "shared": 500}  # dataset GB the user declares
+SHAPES = {  # the data's name on shared storage, and the file count the user declares
+    "small-folder": ("small", 200_000),
+    "large-folder": ("large", 3),
+    "tar": ("small.tar", 2_000),
+    "tar.gz": ("small.tar.gz", 2_000),
+    "tar.zst": ("small.tar.zst", 2_000),
+    "zip": ("small.zip", 2_000),
+    "file": ("weights.bin", 1),
+    "missing": ("nowhere", 0),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    site: str
+    shape: str = "tar"
+    placement: str = "node_local"
+    nodes: int = 1
+    environment: str = "none"  # none | modules | venv | requirements
+    chain: bool = False
+
+    @property
+    def name(self) -> str:
+        parts = [self.site, self.shape, self.placement, f"{self.nodes}n", self.environment]
+        return "-".join(parts + (["chain"] if self.chain else [])).replace(".", "")
+
+
+CASES = [
+    *(
+        Case(site, shape)
+        for site in ("narval", "processing", "local")
+        for shape in SHAPES
+        if shape != "small-folder"
+    ),
+    *(Case(site, "small-folder") for site in ("narval", "processing", "local")),
+    *(
+        Case(site, "large-folder", placement)
+        for site in ("narval", "processing", "local")
+        for placement in ("memory", "shared")
+    ),
+    *(
+        Case(site, shape, nodes=2)
+        for site in ("narval", "processing", "local")
+        for shape in ("tar", "small-folder")
+    ),
+    *(Case(site, environment="requirements") for site in ("narval", "processing", "local")),
+    Case("narval", nodes=2, environment="requirements"),
+    Case("processing", nodes=2, environment="requirements"),
+    Case("narval", environment="venv"),
+    Case("processing", environment="venv"),
+    Case("narval", environment="modules"),
+    *(Case(site, "large-folder", chain=True) for site in ("narval", "processing", "local")),
+    *(Case(site) for site in ("beluga", "cedar", "graham")),
+]
+
+
+# --- the data users really have ----------------------------------------------------------------
+
+
+def _make_data(root: pathlib.Path) -> dict[str, str]:
+    """Every shape under root; returns the checksum the program must see for each."""
+    small = root / "small"
+    for i in range(2000):  # 2,000 small files in 20 folders
+        path = small / f"class-{i % 20:02d}" / f"img-{i:05d}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"sample {i}\n" * 4)
+    large = root / "large"
+    large.mkdir()
+    for i in range(3):
+        (large / f"shard-{i}.bin").write_bytes(hashlib.sha256(bytes([i])).digest() * 100_000)
+    (root / "weights.bin").write_bytes(b"\x00\x01weights" * 400_000)
+    # Archives of the folder's contents, the way the composer's advice makes them.
+    for name, mode in (("small.tar", "w"), ("small.tar.gz", "w:gz")):
+        with tarfile.open(root / name, mode) as archive:
+            archive.add(small, arcname=".")
+    subprocess.run(
+        ["tar", "--zstd", "-cf", str(root / "small.tar.zst"), "-C", str(small), "."], check=True
+    )
+    with zipfile.ZipFile(root / "small.zip", "w") as archive:
+        for path in sorted(small.rglob("*")):
+            archive.write(path, path.relative_to(small))
+    return {
+        "small-folder": digest(small)[0],
+        "large-folder": digest(large)[0],
+        **{shape: digest(small)[0] for shape in ("tar", "tar.gz", "tar.zst", "zip")},
+        "file": digest(root / "weights.bin")[0],
+    }
+
+
+def _as_user(path: pathlib.Path) -> None:
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(path)], check=True)
+
+
+def _real(site: Site, path: str) -> pathlib.Path:
+    for name, value in site.real.items():
+        path = path.replace(f"${name}", value)
+    return pathlib.Path(path.replace("$HOME", str(HOME)))
+
+
+# --- the scripts, as the composer writes them ----------------------------------------------------
+
+
+def _hours(case: Case) -> str:
+    """Two parts when chained: the local cluster's jobs run an hour at most, the others' 24 h."""
+    if case.site == "local":
+        return "2" if case.chain else "0.5"
+    return "48" if case.chain else "2"
+
+
+def _form(case: Case, run: str, wheel: str) -> dict:
+    site = SITES[case.site]
+    data_name, file_count = SHAPES[case.shape]
+    data = {
+        "cluster": case.site,
+        "job_name": f"m-{case.name}"[:64],
+        "account": "portal",
+        "workload": "training",
+        "dataset_gb": str(PLACEMENTS[case.placement]),
+        "file_count": str(file_count),
+        "data_path": f"{site.data_root}/{run}/data/{data_name}",
+        "gpu_count": "1",
+        "hours": _hours(case),
+        "nodes": str(case.nodes),
+        "similar_runs": "1",
+        "environment": "none",
+        "command": f'python3 "$HOME"/{run}/probe.py',
+        "results_dir": f"{site.results_root}/{run}/results/{case.name}",
+    }
+    if case.site == "local":
+        data["gpu_type"] = "a100"
+    if case.chain:
+        data["checkpointing"] = "on"
+    if case.nodes > 1:
+        data["multi_gpu"] = "on"
+    if case.environment == "modules":
+        data["modules"] = "cuda/12.2 scipy-stack"
+    elif case.environment == "venv":
+        data |= {"environment": "venv", "environment_path": f"$HOME/{run}/venv"}
+    elif case.environment == "requirements":
+        data |= {"environment": "requirements", "environment_path": f"$HOME/{run}/{wheel}"}
+    return data
+
+
+@pytest.fixture(scope="module")
+def rendered(django_db_setup, django_db_blocker, devcluster) -> dict[str, tuple[Case, str, list]]:
+    """The scripts of every case, rendered in a transaction that is rolled back afterwards."""
+    scripts = {}
+    with django_db_blocker.unblock(), transaction.atomic():
+        call_command("seed_guidance", stdout=io.StringIO())
+        from django.contrib.auth import get_user_model
+
+        admin = get_user_model().objects.create_user("matrix-user")
+        call_command("register_devcluster", admin.username, stdout=io.StringIO())
+        for case in CASES:
+            form = ComposeForm(_form(case, "@RUN@", "@REQS@"))
+            composed = compose(form)
+            assert composed is not None, (case.name, form.errors.as_data())
+            notes = [*composed.recommendation.warnings, *composed.recommendation.tips]
+            scripts[case.name] = (case, composed, notes)
+        transaction.set_rollback(True)
+    return scripts
+
+
+def test_the_plan_follows_the_data_and_the_placement(rendered):
+    for name, (case, composed, notes) in rendered.items():
+        assert composed.recommendation.storage.placement == Placement(case.placement), name
+        codes = {note.code for note in notes}
+        assert ("archive_folder" in codes) == (case.shape == "small-folder"), name
+
+
+# --- running them ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Ran:
+    case: Case
+    script: str
+    job_id: str
+    rows: dict  # "<id>" or "<id>_<task>" -> (state, exit code)
+    results: pathlib.Path
+    stderr: str
+
+
+FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"}
+
+
+@pytest.fixture(scope="module")
+def matrix(devcluster, rendered) -> dict[str, Ran]:
+    if shutil.which("shellcheck") is None:
+        service_missing("shellcheck is not installed (scripts/install-test-deps installs it)")
+    run = f"matrix-{uuid.uuid4().hex[:8]}"
+    roots = {HOME / run, pathlib.Path("/project/portal") / run, pathlib.Path("/scratch", USER, run)}
+    for root in roots:
+        root.mkdir(parents=True)
+    expected = _make_data(HOME / run / "data")
+    shutil.copytree(HOME / run / "data", pathlib.Path("/project/portal") / run / "data")
+    shutil.copy(PROBE, HOME / run / "probe.py")
+    [wheel] = (devcluster.lab / "site").rglob("portal_probe-*.whl")
+    shutil.copy(wheel, HOME / run / wheel.name)
+    # A requirements file that names the wheel: found by name in the site's wheelhouse
+    # (pip --no-index), and by its path where pip may use an index.
+    (HOME / run / "requirements.txt").write_text("portal_probe\n")
+    (HOME / run / "requirements-path.txt").write_text(f"{HOME / run / wheel.name}\n")
+    for root in roots:
+        _as_user(root)
+    venv = subprocess.run(
+        ["runuser", "-u", USER, "--", "python3", "-m", "venv", str(HOME / run / "venv")],
+        capture_output=True,
+        text=True,
+    )
+    assert venv.returncode == 0, venv.stderr
+
+    scripts_dir = HOME / run / "scripts"
+    scripts_dir.mkdir()
+    submit = ["set -e", "cd ~"]
+    texts = {}
+    for name, (case, composed, _) in rendered.items():
+        wheel_file = "requirements.txt" if SITES[case.site] is ALLIANCE else "requirements-path.txt"
+        text = composed.script.replace("@RUN@", run).replace("@REQS@", wheel_file)
+        texts[name] = text
+        (scripts_dir / f"{name}.sbatch").write_text(text)
+        site = SITES[case.site]
+        job_dir = composed.spec.job_dir
+        overrides = (
+            f"--partition={site.partition} --account=portal --gres=gpu:1 --cpus-per-task=1 "
+            "--mem=300M --time=00:10:00"
+        )
+        submit.append(
+            f"mkdir -p {job_dir} && echo {name} $(sbatch --parsable {overrides} "
+            f"{scripts_dir}/{name}.sbatch)"
+        )
+    (scripts_dir / "submit.sh").write_text("\n".join(submit) + "\n")
+    _as_user(scripts_dir)
+
+    lint = subprocess.run(
+        ["shellcheck", "-S", "warning", *sorted(str(p) for p in scripts_dir.glob("*.sbatch"))],
+        capture_output=True,
+        text=True,
+    )
+    assert lint.returncode == 0, lint.stdout
+
+    started = time.monotonic()
+    answer = devcluster.ssh(f"bash {scripts_dir}/submit.sh", timeout=120)
+    assert answer.returncode == 0, answer.stderr
+    ids = dict(line.split() for line in answer.stdout.splitlines())
+    rows = _wait(devcluster, list(ids.values()), timeout=600)
+    print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
+
+    ran = {}
+    for name, job_id in ids.items():
+        case, composed, _ = rendered[name]
+        mine = {key: value for key, value in rows.items() if key.split("_")[0] == job_id}
+        results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
+        stderr = "".join(path.read_text() for path in (HOME / composed.spec.job_dir).glob("*.err"))
+        ran[name] = Ran(case, texts[name], job_id, mine, results, stderr)
+    ran["expected"] = expected  # type: ignore[assignment]
+    return ran
+
+
+def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, str]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = devcluster.ssh(
+            f"sacct -n -P -X -o JobID,State,ExitCode -j {','.join(ids)}", timeout=60
+        )
+        rows = {}
+        for line in answer.stdout.splitlines():
+            job, state, exit_code = line.split("|")
+            rows[job] = (state.split()[0], exit_code)
+        done = {job.split("_")[0] for job, (state, _) in rows.items() if state in FINAL}
+        waiting = [job for job, (state, _) in rows.items() if state not in FINAL]
+        if not waiting and done >= set(ids):
+            return rows
+        if time.monotonic() > deadline:
+            pytest.fail(f"jobs still not done after {timeout} s: {waiting}")
+        time.sleep(2)
+
+
+def _probes(ran: Ran) -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted(ran.results.glob("probe-*.json"))]
+
+
+@pytest.mark.parametrize("name", [case.name for case in CASES])
+def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
+    ran, expected = matrix[name], matrix["expected"]
+    case = ran.case
+    if case.shape == "missing":
+        assert list(ran.rows.values()) == [("FAILED", f"{STOP_STATUS}:0")], ran.stderr
+        assert f"{STOP_MARK} The data path" in ran.stderr
+        assert "does not exist" in ran.stderr
+        return
+
+    parts = 2 if case.chain else 1
+    assert len(ran.rows) == parts, ran.rows
+    assert set(ran.rows.values()) == {("COMPLETED", "0:0")}, (ran.rows, ran.stderr)
+    probes = _probes(ran)
+    assert len({(p["digest"], p["files"]) for p in probes}) == 1, probes
+    assert probes[0]["digest"] == expected[case.shape], "the program read other data"
+    nodes_seen = len(list(ran.results.glob("probe-1-*.json" if case.chain else "probe-0-*.json")))
+    assert nodes_seen == case.nodes
+
+    staged = case.placement != "shared"
+    for probe in probes:
+        if staged:  # read from node-local storage, not from where the data lives
+            assert probe["data_path"].startswith(("/localscratch/", "/processing/")), probe
+        if SITES[case.site] is ALLIANCE:
+            assert probe["slurm_tmpdir"], "the Alliance sites set SLURM_TMPDIR"
+        else:
+            assert probe["slurm_tmpdir"] is None
+        if case.environment == "requirements":
+            assert probe["probe_module"] == "portal-probe-ok"
+            assert probe["env_dir"].startswith(("/localscratch/", "/processing/"))
+
+    # Results came back to persistent storage, a checkpoint per part, each part resuming.
+    for part in range(1, parts + 1) if case.chain else [0]:
+        assert (ran.results / f"result-{part}.txt").read_text() == expected[case.shape]
+    checkpoints = ran.results / "checkpoints"
+    if case.chain:
+        assert sorted(p.name for p in checkpoints.iterdir()) == ["part-1.ckpt", "part-2.ckpt"]
+        second = next(p for p in probes if p["resumed_from"])
+        assert second["resumed_from"] == "part 1"
+    # Nothing of the job is left on any node's local disk.
+    for probe in probes:
+        for path in {probe["stage_dir"], probe["env_dir"]} - {""}:
+            if path.startswith(("/localscratch/", "/processing/")):
+                work_dir = str(pathlib.PurePosixPath(path).parent)
+                for node in ("a100-1", "a100-2"):
+                    left = devcluster.on_node(node, f"test ! -e {work_dir}")
+                    assert left.returncode == 0, f"{work_dir} left on {node}"
