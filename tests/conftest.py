@@ -13,6 +13,16 @@ def seeded(db):
 
 
 @pytest.fixture
+def local_login(request, seeded, user):
+    """The user's login on the dev cluster, registered as the cluster "local"."""
+    from jobs.models import ClusterAccount
+
+    request.getfixturevalue("devcluster")  # up, or skipped with its reason
+    call_command("register_devcluster", user.username, stdout=io.StringIO())
+    return ClusterAccount.objects.get(owner=user, cluster__slug="local")
+
+
+@pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("alice", password="alice-password")
 
