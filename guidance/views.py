@@ -43,6 +43,7 @@ def cluster(request: HttpRequest, slug: str) -> HttpResponse:
     ctx = {
         "cluster": obj,
         "policy": getattr(obj, "policy", None),
+        "environment": getattr(obj, "job_environment", None),
         "articles": _articles_for(obj),
     }
     return render(request, "guidance/cluster.html", ctx)

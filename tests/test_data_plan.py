@@ -177,3 +177,13 @@ def test_an_admins_edit_of_the_job_environment_reaches_the_script(seeded, staff_
 def test_a_checked_path_is_told_against_the_plan(found, chosen, ok, words):
     said_ok, said = data_path.describe(found, "Narval", chosen)
     assert said_ok == ok and words in said
+
+
+def test_each_cluster_page_publishes_what_its_jobs_get(seeded, user_client):
+    narval = user_client.get("/guidance/narval/").content.decode()
+    assert "What every job gets" in narval
+    assert "<code>$SLURM_TMPDIR</code>: set by the scheduler for each job" in narval
+    assert "<code>module load</code> works in jobs" in narval
+    processing = user_client.get("/guidance/processing/").content.decode()
+    assert "<code>$SCRATCH</code>: <code>/processing/$USER</code>" in processing
+    assert "No <code>module</code> command in jobs." in processing
