@@ -317,7 +317,9 @@ def matrix(devcluster, rendered) -> dict[str, Ran]:
         case, composed, _ = rendered[name]
         mine = {key: value for key, value in rows.items() if key.split("_")[0] == job_id}
         results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
-        stderr = "".join(path.read_text() for path in (HOME / composed.spec.job_dir).glob("*.err"))
+        stderr = "".join(
+            path.read_text() for path in (HOME / composed.spec.job_dir).glob(f"slurm-{job_id}*.err")
+        )
         ran[name] = Ran(case, texts[name], job_id, mine, results, stderr)
     ran["expected"] = expected  # type: ignore[assignment]
     return ran
