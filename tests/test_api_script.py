@@ -80,3 +80,26 @@ def test_the_schema_documents_the_endpoint(client, seeded):
     schema = client.get("/api/v1/openapi.json").json()
     operation = schema["paths"]["/api/v1/script"]["post"]
     assert {"200", "401", "422"} <= set(operation["responses"])
+
+
+@pytest.mark.parametrize(
+    ("data_path", "data_kind", "taken_as", "command"),
+    [
+        ("/project/def-someuser/weights.h5", None, "file", 'cp "$DATA_SOURCE" "$STAGE_DIR"/'),
+        ("/project/def-someuser/images", "archive", "archive", "tar -xf"),
+        ("/project/def-someuser/images.zip", None, "archive", "unzip -q"),
+    ],
+)
+def test_the_data_kind_is_asked_or_taken_from_the_name(
+    client, seeded, headers, data_path, data_kind, taken_as, command
+):
+    changes = {"data_path": data_path} | ({"data_kind": data_kind} if data_kind else {})
+    body = _post(client, headers, **changes).json()
+    assert body["recommendation"]["storage"]["data_kind"] == taken_as
+    assert command in body["script"]
+
+
+def test_an_unknown_data_kind_is_422_on_its_field(client, seeded, headers):
+    answer = _post(client, headers, data_kind="tape")
+    assert answer.status_code == 422
+    assert [e["field"] for e in answer.json()["detail"]] == ["data_kind"]

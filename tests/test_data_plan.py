@@ -187,3 +187,12 @@ def test_each_cluster_page_publishes_what_its_jobs_get(seeded, user_client):
     processing = user_client.get("/guidance/processing/").content.decode()
     assert "<code>$SCRATCH</code>: <code>/processing/$USER</code>" in processing
     assert "No <code>module</code> command in jobs." in processing
+
+
+def test_the_plan_says_what_the_data_path_is_taken_as(seeded, user_client):
+    page = user_client.get("/jobs/new/", BASE | {"data_path": "$PROJECT/d.h5"}).content.decode()
+    assert "is taken as a single file (from its name)" in page
+    page = user_client.get(
+        "/jobs/new/", BASE | {"data_path": "$PROJECT/d.h5", "data_kind": "archive"}
+    ).content.decode()
+    assert "is taken as an archive (.tar" in page

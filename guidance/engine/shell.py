@@ -10,9 +10,7 @@ VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MODULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 
 # Paths may start with ~ or one of these variables, as people write them; the rest is literal.
-PATH_START = re.compile(
-    r"(~|\$HOME|\$\{HOME\}|\$SCRATCH|\$PROJECT|\$USER|\$SLURM_TMPDIR)(?=/|$)"
-)
+PATH_START = re.compile(r"(~|\$HOME|\$\{HOME\}|\$SCRATCH|\$PROJECT|\$USER|\$SLURM_TMPDIR)(?=/|$)")
 
 
 def shell_path(value: str) -> str:
