@@ -343,11 +343,13 @@ SQUEUE_FORMAT = "|".join(code for _, code in _SQUEUE_FIELDS)
 
 
 def squeue_argv(user: str) -> list[str]:
-    """The user's jobs, one line per array task, finished ones included for MinJobAge seconds."""
+    """The user's jobs, one line per array task, finished ones included for MinJobAge seconds;
+    --all: also those in partitions the site hides (squeue leaves them out otherwise)."""
     return [
         *IN_UTC,
         "squeue",
         "--noheader",
+        "--all",
         "--array",
         "--states=all",
         f"--user={user}",

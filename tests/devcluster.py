@@ -30,6 +30,7 @@ class DevCluster:
     host_key: str  # "ssh-ed25519 AAAA..."
     name: str  # the Slurm cluster's name
     known_hosts: Path
+    lab: Path  # the lab directory: configs, logs, the nodes' local disks (nodes/<node>/...)
 
     def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Runs a shell command as the test user with OpenSSH (about 0.3 s a call)."""
@@ -44,6 +45,17 @@ class DevCluster:
             argv += ["-o", option]
         return subprocess.run(
             [*argv, f"{self.user}@{self.host}", command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def on_node(self, node: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        """Runs a shell command as root on a node: in its mount namespace, so /localscratch and
+        /processing are that node's own disks."""
+        return subprocess.run(
+            [str(DEVCLUSTER), "node", node, "sh", "-c", command],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -91,4 +103,5 @@ def devcluster(tmp_path_factory) -> DevCluster:
         host_key=values["DEVCLUSTER_HOST_KEY"],
         name=values["DEVCLUSTER_NAME"],
         known_hosts=known_hosts,
+        lab=Path(values["DEVCLUSTER_LAB"]),
     )

@@ -104,6 +104,17 @@ def test_a_job_cancelled_before_it_was_ever_eligible_shows_cancelled(account, us
     assert job.state == JobState.CANCELLED
 
 
+def test_a_job_in_a_hidden_partition_is_followed_with_its_reason(account, user_client):
+    # The dev cluster hides its site partitions, as real sites hide some: squeue needs --all.
+    job = _submit(_job(account, "true", "--partition=site-alliance", "--hold"))
+    tasks.poll_clusters.apply()
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (JobState.PENDING, "JobHeldUser")
+    user_client.post(f"/jobs/{job.pk}/cancel/")
+    _follow(job, timeout=30)
+    assert job.state == JobState.CANCELLED
+
+
 def test_a_three_part_chain_runs_one_part_after_another(account, user_client):
     job = _submit(_job(account, "echo part $SLURM_ARRAY_TASK_ID; sleep 1", "--array=1-3%1"))
     _follow(job, timeout=90)

@@ -95,7 +95,7 @@ def test_squeue_asks_for_the_columns_the_parser_reads():
     assert argv[:3] == ["env", "TZ=UTC", "squeue"]
     assert "--user=portaltest" in argv
     assert f"--format={SQUEUE_FORMAT}" in argv
-    assert {"--noheader", "--array", "--states=all"} <= set(argv)
+    assert {"--noheader", "--all", "--array", "--states=all"} <= set(argv)
 
 
 def test_squeue_shows_running_and_waiting_jobs():

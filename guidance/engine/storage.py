@@ -234,35 +234,28 @@ def _staging(spec: JobSpec, tier: StorageTier | None, kind: DataKind) -> tuple[S
         every_node = sources.MULTI_NODE_STAGING
     else:
         why_nodes, every_node = "", None
-    make_dir = f"{prefix}mkdir -p {STAGE_DIR} && "
+    copy_source = tier.source or sources.SINGLE_NODE_STAGING
     if kind == DataKind.ARCHIVE:
+        action, source = "Extract the dataset archive on the node", sources.ARCHIVE_DATASET
         if data.is_zip(spec.data_path):
-            unpack = f"{prefix}unzip -q {DATA_SOURCE} -d {STAGE_DIR}"
+            command = f"{prefix}unzip -q {DATA_SOURCE} -d {STAGE_DIR}"
         else:  # tar finds the compression (gzip, zstd, ...) by itself
-            unpack = f"{prefix}tar -xf {DATA_SOURCE} -C {STAGE_DIR}"
-        step = Step(
-            "Extract the dataset archive on the node",
-            make_dir + unpack,
-            f"One archive copies in one stream and creates no files on shared storage. "
-            f"{why_nodes}".strip(),
-            every_node or sources.ARCHIVE_DATASET,
-        )
+            command = f"{prefix}tar -xf {DATA_SOURCE} -C {STAGE_DIR}"
+        why = "One archive copies in one stream and creates no files on shared storage."
     elif kind == DataKind.FILE:
-        step = Step(
-            "Copy the data file to the node",
-            f"{make_dir}{prefix}cp {DATA_SOURCE} {STAGE_DIR}/",
-            f"Read it from {tier.path} while the job runs, not over the network. "
-            f"{why_nodes}".strip(),
-            every_node or tier.source or sources.SINGLE_NODE_STAGING,
-        )
+        action, source = "Copy the data file to the node", copy_source
+        command = f"{prefix}cp {DATA_SOURCE} {STAGE_DIR}/"
+        why = f"Read it from {tier.path} while the job runs, not over the network."
     else:
-        step = Step(
-            "Copy the dataset to the node",
-            f"{make_dir}{prefix}rsync -a --info=progress2 {DATA_SOURCE}/ {STAGE_DIR}/",
-            f"Read the data from {tier.path} while the job runs, not over the network. "
-            f"{why_nodes}".strip(),
-            every_node or tier.source or sources.SINGLE_NODE_STAGING,
-        )
+        action, source = "Copy the dataset to the node", copy_source
+        command = f"{prefix}rsync -a --info=progress2 {DATA_SOURCE}/ {STAGE_DIR}/"
+        why = f"Read the data from {tier.path} while the job runs, not over the network."
+    step = Step(
+        action,
+        f"{prefix}mkdir -p {STAGE_DIR} && {command}",
+        f"{why} {why_nodes}".strip(),
+        every_node or source,
+    )
     return (step,)
 
 
