@@ -242,7 +242,7 @@ def _site(spec: ScriptSpec) -> list[str]:
         lines.append(f"# What {spec.cluster} sets in every job, should sbatch not have passed it.")
         lines += [f': "${{{name}:={value}}}"' for name, value in defaults]
         lines.append(f"export {' '.join(name for name, _ in defaults)}")
-    for name in _variables_needed(spec) - {name for name, _ in defaults} - ALWAYS_SET:
+    for name in sorted(_variables_needed(spec) - {name for name, _ in defaults} - ALWAYS_SET):
         lines.append(
             f'[ -n "${{{name}:-}}" ] || portal_stop "\\${name} is not set in this job. '
             f'The script expects {spec.cluster} to set it; ask its admins, or change the paths."'
