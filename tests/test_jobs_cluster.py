@@ -104,6 +104,19 @@ def test_a_job_cancelled_before_it_was_ever_eligible_shows_cancelled(account, us
     assert job.state == JobState.CANCELLED
 
 
+def test_a_job_over_its_memory_shows_out_of_memory_with_what_to_do(account, user_client):
+    body = "python3 -c 'import time; data = b\"x\" * (400 << 20); time.sleep(30)'"
+    job = _submit(_job(account, body, "--mem=100M"))
+    _follow(job, timeout=60)
+    if "TaskPlugin=task/cgroup" not in (LAB / "etc" / "slurm.conf").read_text():
+        # No memory cgroup v1 on this machine: Slurm's own polling kills the step instead.
+        assert job.state == JobState.FAILED
+        return
+    assert job.state == JobState.OUT_OF_MEMORY
+    page = user_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert JobState.OUT_OF_MEMORY.explanation in page
+
+
 def test_a_job_in_a_hidden_partition_is_followed_with_its_reason(account, user_client):
     # The dev cluster hides its site partitions, as real sites hide some: squeue needs --all.
     job = _submit(_job(account, "true", "--partition=site-alliance", "--hold"))
