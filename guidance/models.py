@@ -210,6 +210,15 @@ class Policy(Sourced):
             )
 
 
+# What jobs must not have redefined by a cluster's published environment.
+RESERVED_VARIABLES = frozenset(
+    {
+        "BASH_ENV", "ENV", "HOME", "IFS", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PS4",
+        "SHELL", "SHELLOPTS", "USER",
+    }
+)  # fmt: skip
+
+
 class JobEnvironment(Sourced):
     """What the site gives every job. Scripts for the cluster rely on exactly this, so a wrong
     entry here makes them stop with a clear message on the cluster."""
@@ -253,6 +262,10 @@ class JobEnvironment(Sourced):
         for name, value in self.pairs():
             if not VARIABLE_NAME.fullmatch(name):
                 raise ValidationError({"variables": f"'{name}' is not a variable name."})
+            if name in RESERVED_VARIABLES:
+                raise ValidationError(
+                    {"variables": f"${name} is the shell's or the login's own: leave it out."}
+                )
             if not SAFE_PATH.fullmatch(value):
                 raise ValidationError(
                     {

@@ -24,7 +24,8 @@ def fallbacks(cluster: Cluster, username: str) -> dict[str, str]:
 
 def describe(found: PathCheck, cluster: str, chosen: str) -> tuple[bool, str]:
     """(all well, what to tell the user) for what the check found; `chosen` is the data kind
-    the user picked ("" to take it from the name)."""
+    the user picked ("" to take it from the name; anything else is ignored like "")."""
+    chosen = chosen if chosen in {kind.value for kind in DataKind} else ""
     if found.what == "unset":
         return False, (
             f"Your login on {cluster} has no ${found.variable} outside jobs: write the path out "

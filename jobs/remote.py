@@ -162,17 +162,14 @@ done
 base=""
 if [ -n "$var" ]; then
     base=$(printenv "$var") || base=""
-    [ -n "$base" ] || { printf '
-unset %s
-' "$var"; exit 0; }
+    [ -n "$base" ] || { printf '\nunset %s\n' "$var"; exit 0; }
 fi
 p=$base$rest
-printf '%s
-' "$p"
-if [ -d "$p" ]; then printf 'folder %s
-' "$(find "$p" -type f 2>/dev/null | head -n 100001 | wc -l)"
-elif [ -f "$p" ]; then printf 'file %s
-' "$(stat -c %s "$p")"
+case $p in /*) ;; *) p=./$p ;; esac  # under the home folder; never read as an option
+printf '%s\n' "$p"
+if [ -d "$p" ]; then
+    printf 'folder %s\n' "$(find "$p" -type f 2>/dev/null | head -n 100001 | wc -l)"
+elif [ -f "$p" ]; then printf 'file %s\n' "$(stat -c %s "$p")"
 elif [ -e "$p" ]; then echo other
 else echo missing
 fi

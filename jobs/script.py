@@ -177,7 +177,7 @@ def _header(spec: ScriptSpec) -> list[str]:
     out = "%A_%a" if spec.array else "%j"
     lines = [
         "#!/bin/bash",
-        f"# {spec.job_name}: written by the GPU portal for {spec.cluster}.",
+        *_comment(f"{spec.job_name}: written by the GPU portal for {spec.cluster}."),
         f"# Slurm does not create the output directory: run `mkdir -p {spec.job_dir}`",
         "# before `sbatch` (the portal does this when it submits the job).",
         *(line for reason in spec.reasons for line in _comment(reason)),
@@ -204,6 +204,9 @@ def _body(spec: ScriptSpec) -> list[str]:
         *_values(spec),
         *_check_data(spec),
         *_finish(spec),
+        "",
+        "# Made once the exit trap is set, which cleans them up whatever happens next.",
+        'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
         *_environment(spec),
         *_staging(spec),
         "",
@@ -239,14 +242,17 @@ def _site(spec: ScriptSpec) -> list[str]:
     ]
     defaults = [(name, value) for name, value in spec.site_variables if value]
     if defaults:
-        lines.append(f"# What {spec.cluster} sets in every job, should sbatch not have passed it.")
+        lines += _comment(
+            f"What {spec.cluster} sets in every job, should sbatch not have passed it."
+        )
         lines += [f': "${{{name}:={value}}}"' for name, value in defaults]
         lines.append(f"export {' '.join(name for name, _ in defaults)}")
     for name in sorted(_variables_needed(spec) - {name for name, _ in defaults} - ALWAYS_SET):
-        lines.append(
-            f'[ -n "${{{name}:-}}" ] || portal_stop "\\${name} is not set in this job. '
-            f'The script expects {spec.cluster} to set it; ask its admins, or change the paths."'
+        said = (
+            f"${name} is not set in this job. The script expects {' '.join(spec.cluster.split())} "
+            "to set it: ask its admins, or change the paths."
         )
+        lines.append(f'[ -n "${{{name}:-}}" ] || portal_stop {_q(said)}')
     return lines
 
 
@@ -286,29 +292,30 @@ def _values(spec: ScriptSpec) -> list[str]:
         f"DATA_PATH={_data_path(spec)}",
         'CHECKPOINT_DIR="$RESULTS_DEST/checkpoints"',
         "export DATA_SOURCE DATA_PATH RESULTS_DEST STAGE_DIR RESULTS_DIR CHECKPOINT_DIR",
-        'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
     ]
 
 
 # What the data must be for the plan, as `test` asks it, and what to say when it is not.
 _KIND_TESTS = {
     DataKind.FOLDER: ("-d", "is not a folder: choose the data kind that it is"),
-    DataKind.ARCHIVE: ("-f", "is a folder, not an archive: choose 'A folder' as the data kind"),
-    DataKind.FILE: ("-f", "is a folder, not a file: choose 'A folder' as the data kind"),
+    DataKind.ARCHIVE: ("-f", "is not an archive file: if it is a folder, choose 'A folder'"),
+    DataKind.FILE: ("-f", "is not a file: if it is a folder, choose 'A folder' as the data kind"),
 }
 
 
 def _check_data(spec: ScriptSpec) -> list[str]:
     if not spec.data_source.strip():
         return []
-    test, problem = _KIND_TESTS[spec.data_kind]
-    return [
+    lines = [
         "",
         "# Check the data before anything long: a wrong path stops the job now, in plain words.",
         '[ -e "$DATA_SOURCE" ] || portal_stop "The data path $DATA_SOURCE does not exist on '
         '$(hostname -s). Correct the data path, or copy the data there first."',
-        f'[ {test} "$DATA_SOURCE" ] || portal_stop "$DATA_SOURCE {problem}."',
     ]
+    if spec.placement != Placement.SHARED:  # read in place, the program takes it as it is
+        test, problem = _KIND_TESTS[spec.data_kind]
+        lines.append(f'[ {test} "$DATA_SOURCE" ] || portal_stop "$DATA_SOURCE {problem}."')
+    return lines
 
 
 def _finish(spec: ScriptSpec) -> list[str]:
@@ -370,23 +377,23 @@ def _build_venv(spec: ScriptSpec) -> list[str]:
     # each node of a multi-node job needs its own.
     if spec.python_builder == PythonBuilder.WHEELHOUSE:
         why = "# Built from the site's wheels: compute nodes have no internet access (004)."
-        build = (
-            'virtualenv --no-download "$ENV_DIR" && '
-            '"$ENV_DIR/bin/pip" install --no-index -r "$REQUIREMENTS"'
-        )
+        steps = [
+            'virtualenv --no-download "$ENV_DIR"',
+            '"$ENV_DIR/bin/pip" install --no-index -r "$REQUIREMENTS"',
+        ]
     else:
         why = "# Built with the Python on the node and pip."
-        build = (
-            'python3 -m venv "$ENV_DIR" && '
-            '"$ENV_DIR/bin/pip" install --disable-pip-version-check -r "$REQUIREMENTS"'
-        )
-    if spec.nodes > 1:
-        build = f"{ON_EVERY_NODE}bash -c '{build}'"
+        steps = [
+            'python3 -m venv "$ENV_DIR"',
+            '"$ENV_DIR/bin/pip" install --disable-pip-version-check -r "$REQUIREMENTS"',
+        ]
+    if spec.nodes > 1:  # one shell per node: set -e there stops at the first failing step
+        steps = [f"{ON_EVERY_NODE}bash -ec '{'; '.join(steps)}'"]
     return [
         why,
         'ENV_DIR="$WORK_DIR/env"',
         "export ENV_DIR REQUIREMENTS",
-        build,
+        *steps,
         'source "$ENV_DIR/bin/activate"',
     ]
 

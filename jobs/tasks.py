@@ -61,7 +61,7 @@ def poll_clusters() -> None:
                 Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
                 continue
             tracking.apply(snapshot, jobs)
-            _say_why_scripts_stopped(jobs)
+        _say_why_scripts_stopped(account)
         # GPU samples are read with the states they belong to; failing to read them marks no
         # job stale (the states are fresh) and costs nothing but a retry next poll.
         try:
@@ -73,12 +73,17 @@ def poll_clusters() -> None:
             logger.exception("GPU samples of %s not stored", account)
 
 
-def _say_why_scripts_stopped(jobs: list[Job]) -> None:
+def _unexplained_stops(since) -> dict:
+    """Jobs whose script stopped itself lately and whose reason is not read yet."""
+    return {"state": JobState.FAILED, "exit_code": STOP_STATUS, "message": "", "ended__gte": since}
+
+
+def _say_why_scripts_stopped(account: ClusterAccount) -> None:
     """A portal script that stopped itself (no data, a variable the site did not set) said why in
-    one line of its stderr: that line becomes the job's message. One read per such job, once."""
-    for job in jobs:
-        if job.state != JobState.FAILED or job.exit_code != STOP_STATUS or job.message:
-            continue
+    one line of its stderr: that line becomes the job's message. One read per such job; a read
+    that fails is tried again at the next poll, for as long as GPU samples are."""
+    since = timezone.now() - timedelta(seconds=gpu_samples.FINAL_READ_SECONDS)
+    for job in account.jobs.filter(**_unexplained_stops(since)):
         try:
             line = remote.stop_line(job)
         except ClusterError as error:
@@ -92,8 +97,12 @@ def _say_why_scripts_stopped(jobs: list[Job]) -> None:
 def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
     active = Q(jobs__state__in=JobState.active())
     # A job that ended lately may have its sampler's last lines still to read.
-    unread = Q(
-        jobs__ended__gte=now - timedelta(seconds=gpu_samples.FINAL_READ_SECONDS),
-        jobs__sample_files__finished=False,
+    since = now - timedelta(seconds=gpu_samples.FINAL_READ_SECONDS)
+    unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
+    return (
+        ClusterAccount.objects.filter(
+            active | unread | Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
+        )
+        .select_related("cluster")
+        .distinct()
     )
-    return ClusterAccount.objects.filter(active | unread).select_related("cluster").distinct()

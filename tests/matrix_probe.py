@@ -41,7 +41,6 @@ def main() -> None:
     data = pathlib.Path(env["DATA_PATH"])
     sha, files = digest(data)
     last = env.get("LAST_CHECKPOINT", "")
-    time.sleep(float(env.get("PROBE_SECONDS", "0")))
     found = {
         "digest": sha,
         "files": files,
@@ -53,12 +52,22 @@ def main() -> None:
         "resumed_from": pathlib.Path(last).read_text() if last else "",
         "signals": signals,
     }
-    results_dest = pathlib.Path(env["RESULTS_DEST"])
-    (results_dest / f"probe-{part}-{node}.json").write_text(json.dumps(found))
+    results_dir = pathlib.Path(env["RESULTS_DIR"])
     if env.get("SLURM_PROCID", "0") == "0":
-        (pathlib.Path(env["RESULTS_DIR"]) / f"result-{part}.txt").write_text(sha)
+        (results_dir / f"result-{part}.txt").write_text(sha)
         checkpoint = pathlib.Path(env["CHECKPOINT_DIR"]) / f"part-{part}.ckpt"
         checkpoint.write_text(f"part {part}")
+        # A later part holding an older copy of a result must not overwrite the newer one.
+        shared = results_dir / "shared.txt"
+        shared.write_text(f"from part {part}")
+        if part == "2":
+            os.utime(shared, (time.time() - 86400, time.time() - 86400))
+    # Written last: the test takes it as the sign that the results above are in place.
+    results_dest = pathlib.Path(env["RESULTS_DEST"])
+    (results_dest / f"probe-{part}-{node}.json").write_text(json.dumps(found))
+    # Cases that end otherwise: wait for a cancel or the time limit, or fail.
+    time.sleep(float(env.get("PROBE_SECONDS", "0")))
+    raise SystemExit(int(env.get("PROBE_EXIT", "0")))
 
 
 if __name__ == "__main__":

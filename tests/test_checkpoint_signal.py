@@ -43,7 +43,9 @@ def test_a_usr1_before_the_program_starts_leaves_the_job_running(devcluster, loc
     # rsync, as the script stages the data, delivers Slurm's USR1 to the batch shell first: the
     # signal arrives after the trap is set and before the program has started.
     (run / "bin").mkdir()
-    (run / "bin" / "rsync").write_text('#!/bin/sh\nkill -USR1 "$PPID"\nexec /usr/bin/rsync "$@"\n')
+    (run / "bin" / "rsync").write_text(
+        f'#!/bin/sh\nkill -USR1 "$PPID"\ntouch {run}/usr1-sent\nexec /usr/bin/rsync "$@"\n'
+    )
     (run / "bin" / "rsync").chmod(0o755)
     script = _compose(f"$HOME/{run.name}/data", f"$HOME/{run.name}/results")
     # A 6-minute limit gets its warning 90 s before the end, not 300 s (at the start).
@@ -67,4 +69,5 @@ def test_a_usr1_before_the_program_starts_leaves_the_job_running(devcluster, loc
     stderr = (HOME / "portal-jobs" / "ckpt" / f"slurm-{job_id}.err").read_text()
     assert state == "COMPLETED|0:0", stderr
     assert "unbound variable" not in stderr
+    assert (run / "usr1-sent").exists(), "the signal was never sent: the test tested nothing"
     assert (run / "results" / "checkpoints" / "last.ckpt").read_text() == "saved\n"

@@ -5,6 +5,7 @@ plan says and why, and that an admin's edit of a site's job environment reaches 
 """
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from guidance.engine import DataKind
 from guidance.engine.data import archive_command, kind_from_name
@@ -38,6 +39,8 @@ BASE = {
         ("$PROJECT/imagenet", DataKind.FOLDER),
         ("$PROJECT/imagenet/", DataKind.FOLDER),
         ("/data/v1.2/images", DataKind.FOLDER),  # a dot in a parent folder says nothing
+        ("/data/imagenet.v2", DataKind.FOLDER),  # nor a version in the folder's own name
+        ("/data/coco-2017.1", DataKind.FOLDER),
         ("~/data/train.tar", DataKind.ARCHIVE),
         ("~/data/train.tar.gz", DataKind.ARCHIVE),
         ("~/data/train.TGZ", DataKind.ARCHIVE),
@@ -196,3 +199,16 @@ def test_the_plan_says_what_the_data_path_is_taken_as(seeded, user_client):
         "/jobs/new/", BASE | {"data_path": "$PROJECT/d.h5", "data_kind": "archive"}
     ).content.decode()
     assert "is taken as an archive (.tar" in page
+
+
+@pytest.mark.parametrize("name", ["PATH", "LD_PRELOAD", "BASH_ENV", "HOME"])
+def test_a_site_may_not_redefine_the_shells_own_variables(seeded, name):
+    environment = JobEnvironment.objects.get(cluster__slug="narval")
+    environment.variables = f"{name}=/opt/x"
+    with pytest.raises(ValidationError, match="leave it out"):
+        environment.full_clean()
+
+
+def test_an_unknown_chosen_kind_is_taken_from_the_name():
+    ok, said = data_path.describe(PathCheck("/p/d.tar", "file", 10), "Narval", "tape")
+    assert ok and "taken as an archive" in said

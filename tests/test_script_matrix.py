@@ -84,11 +84,23 @@ class Case:
     nodes: int = 1
     environment: str = "none"  # none | modules | venv | requirements
     chain: bool = False
+    ending: str = "ok"  # ok | fail (exit 3) | timeout | cancel: each after the results are written
 
     @property
     def name(self) -> str:
         parts = [self.site, self.shape, self.placement, f"{self.nodes}n", self.environment]
-        return "-".join(parts + (["chain"] if self.chain else [])).replace(".", "")
+        parts += ["chain"] if self.chain else []
+        parts += [self.ending] if self.ending != "ok" else []
+        return "-".join(parts).replace(".", "")
+
+
+# How each ending shows in sacct, and what the program is told to do for it.
+ENDINGS = {
+    "ok": ("COMPLETED", ""),
+    "fail": ("FAILED", "PROBE_EXIT=3 "),
+    "timeout": ("TIMEOUT", "PROBE_SECONDS=600 "),
+    "cancel": ("CANCELLED", "PROBE_SECONDS=600 "),
+}
 
 
 CASES = [
@@ -117,6 +129,11 @@ CASES = [
     Case("narval", environment="modules"),
     *(Case(site, "large-folder", chain=True) for site in ("narval", "processing", "local")),
     *(Case(site) for site in ("beluga", "cedar", "graham")),
+    *(
+        Case(site, "large-folder", ending=ending)
+        for site in ("narval", "processing")
+        for ending in ("fail", "timeout", "cancel")
+    ),
 ]
 
 
@@ -189,7 +206,7 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         "nodes": str(case.nodes),
         "similar_runs": "1",
         "environment": "none",
-        "command": f'python3 "$HOME"/{run}/probe.py',
+        "command": f'{ENDINGS[case.ending][1]}python3 "$HOME"/{run}/probe.py',
         "results_dir": f"{site.results_root}/{run}/results/{case.name}",
     }
     if case.site == "local":
@@ -287,9 +304,10 @@ def matrix(devcluster, rendered) -> dict[str, Ran]:
         (scripts_dir / f"{name}.sbatch").write_text(text)
         site = SITES[case.site]
         job_dir = composed.spec.job_dir
+        limit = "00:01:00" if case.ending == "timeout" else "00:10:00"
         overrides = (
             f"--partition={site.partition} --account=portal --gres=gpu:1 --cpus-per-task=1 "
-            "--mem=300M --time=00:10:00"
+            f"--mem=300M --time={limit}"
         )
         submit.append(
             f"mkdir -p {job_dir} && echo {name} $(sbatch --parsable {overrides} "
@@ -309,6 +327,7 @@ def matrix(devcluster, rendered) -> dict[str, Ran]:
     answer = devcluster.ssh(f"bash {scripts_dir}/submit.sh", timeout=120)
     assert answer.returncode == 0, answer.stderr
     ids = dict(line.split() for line in answer.stdout.splitlines())
+    _cancel_once_written(devcluster, rendered, ids, run)
     rows = _wait(devcluster, list(ids.values()), timeout=600)
     print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
 
@@ -323,6 +342,31 @@ def matrix(devcluster, rendered) -> dict[str, Ran]:
         ran[name] = Ran(case, texts[name], job_id, mine, results, stderr)
     ran["expected"] = expected  # type: ignore[assignment]
     return ran
+
+
+def _cancel_once_written(devcluster, rendered, ids: dict[str, str], run: str) -> None:
+    """scancel each "cancel" case once its program has written its results."""
+    waiting = {name for name, (case, _, _) in rendered.items() if case.ending == "cancel"}
+    deadline = time.monotonic() + 300
+    while waiting and time.monotonic() < deadline:
+        for name in sorted(waiting):
+            case = rendered[name][0]
+            results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
+            if any(results.glob("probe-*.json")):
+                assert devcluster.ssh(f"scancel {ids[name]}").returncode == 0
+                waiting.discard(name)
+        time.sleep(1)
+    assert not waiting, f"never started: {waiting}"
+
+
+def _gone(devcluster, path: str, nodes=("a100-1", "a100-2"), seconds: float = 20) -> bool:
+    """Nothing at path on any node; a site's Epilog may still be at work when sacct says done."""
+    deadline = time.monotonic() + seconds
+    while any(devcluster.on_node(node, f"test -e {path}").returncode == 0 for node in nodes):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1)
+    return True
 
 
 def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, str]]:
@@ -356,11 +400,19 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
         assert list(ran.rows.values()) == [("FAILED", f"{STOP_STATUS}:0")], ran.stderr
         assert f"{STOP_MARK} The data path" in ran.stderr
         assert "does not exist" in ran.stderr
+        # It stopped before making anything on the node.
+        for work_dir in (f"/localscratch/{ran.job_id}", f"/processing/{USER}/{ran.job_id}"):
+            assert _gone(devcluster, work_dir, seconds=0), f"{work_dir} was left"
         return
 
     parts = 2 if case.chain else 1
     assert len(ran.rows) == parts, ran.rows
-    assert set(ran.rows.values()) == {("COMPLETED", "0:0")}, (ran.rows, ran.stderr)
+    state, _ = ENDINGS[case.ending]
+    assert {row[0] for row in ran.rows.values()} == {state}, (ran.rows, ran.stderr)
+    if case.ending == "ok":
+        assert set(ran.rows.values()) == {("COMPLETED", "0:0")}
+    elif case.ending == "fail":
+        assert set(ran.rows.values()) == {("FAILED", "3:0")}
     probes = _probes(ran)
     assert len({(p["digest"], p["files"]) for p in probes}) == 1, probes
     assert probes[0]["digest"] == expected[case.shape], "the program read other data"
@@ -387,11 +439,11 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
         assert sorted(p.name for p in checkpoints.iterdir()) == ["part-1.ckpt", "part-2.ckpt"]
         second = next(p for p in probes if p["resumed_from"])
         assert second["resumed_from"] == "part 1"
+        # Part 2's older copy of a result did not overwrite part 1's newer one.
+        assert (ran.results / "shared.txt").read_text() == "from part 1"
     # Nothing of the job is left on any node's local disk.
     for probe in probes:
         for path in {probe["stage_dir"], probe["env_dir"]} - {""}:
             if path.startswith(("/localscratch/", "/processing/")):
                 work_dir = str(pathlib.PurePosixPath(path).parent)
-                for node in ("a100-1", "a100-2"):
-                    left = devcluster.on_node(node, f"test ! -e {work_dir}")
-                    assert left.returncode == 0, f"{work_dir} left on {node}"
+                assert _gone(devcluster, work_dir), f"{work_dir} was left on a node"

@@ -9,15 +9,25 @@ from guidance.engine.types import DataKind
 ARCHIVE_SUFFIXES = (".tar.gz", ".tar.zst", ".tar.bz2", ".tar.xz", ".tgz", ".tzst", ".tar", ".zip")
 
 
+# Suffixes of single data files; any other name (imagenet.v2, coco-2017.1) is taken as a folder.
+FILE_SUFFIXES = frozenset(
+    {
+        "arrow", "bin", "ckpt", "csv", "db", "feather", "h5", "hdf5", "json", "jsonl", "mat",
+        "nc", "npy", "npz", "onnx", "parquet", "pickle", "pkl", "pt", "pth", "safetensors",
+        "sqlite", "tfrecord", "tfrecords", "txt",
+    }
+)  # fmt: skip
+
+
 def kind_from_name(path: str) -> DataKind:
-    """An archive by its suffix, a file by any other suffix, else a folder (no suffix, or /)."""
+    """An archive or a data file by its suffix, else a folder."""
     name = path.rstrip("/").rsplit("/", 1)[-1].lower()
     if path.endswith("/") or not name:
         return DataKind.FOLDER
     if name.endswith(ARCHIVE_SUFFIXES):
         return DataKind.ARCHIVE
     stem, dot, suffix = name.rpartition(".")
-    return DataKind.FILE if dot and stem and suffix else DataKind.FOLDER
+    return DataKind.FILE if dot and stem and suffix in FILE_SUFFIXES else DataKind.FOLDER
 
 
 def is_zip(path: str) -> bool:

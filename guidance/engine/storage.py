@@ -26,9 +26,13 @@ ON_EVERY_NODE = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 "
 
 def cleanup_command(nodes: int) -> str:
     """Removes the job's folder on node-local storage, on every node. --overlap: it runs from the
-    exit trap, beside whatever step may still hold the nodes."""
+    exit trap, beside whatever step may still hold the nodes; after a cancel or a time limit
+    Slurm starts no step at all, and the batch node at least is cleaned."""
     if nodes > 1:
-        return f"srun --overlap --ntasks=$SLURM_NNODES --ntasks-per-node=1 rm -rf {WORK_DIR}"
+        return (
+            f"srun --overlap --ntasks=$SLURM_NNODES --ntasks-per-node=1 rm -rf {WORK_DIR} "
+            f"|| rm -rf {WORK_DIR}"
+        )
     return f"rm -rf {WORK_DIR}"
 
 
@@ -252,7 +256,8 @@ def _staging(spec: JobSpec, tier: StorageTier | None, kind: DataKind) -> tuple[S
         why = f"Read the data from {tier.path} while the job runs, not over the network."
     step = Step(
         action,
-        f"{prefix}mkdir -p {STAGE_DIR} && {command}",
+        # Two lines: under set -e, a failure on the left of && would not stop the job.
+        f"{prefix}mkdir -p {STAGE_DIR}\n{command}",
         f"{why} {why_nodes}".strip(),
         every_node or source,
     )
