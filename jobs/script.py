@@ -204,9 +204,7 @@ def _body(spec: ScriptSpec) -> list[str]:
         *_values(spec),
         *_check_data(spec),
         *_finish(spec),
-        "",
-        "# Made once the exit trap is set, which cleans them up whatever happens next.",
-        'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
+        *_folders(spec),
         *_environment(spec),
         *_staging(spec),
         "",
@@ -325,13 +323,19 @@ def _finish(spec: ScriptSpec) -> list[str]:
     if spec.copy_back:
         body += [f"    {line}" for line in _comment(spec.copy_back.comment)]
         body.append(f"    {spec.copy_back.command} || true")
-    cleanup = spec.cleanup
-    if cleanup is None and _cleans_work_dir(spec):
-        cleanup = Stage(
-            "Remove the job's folder on the node: other jobs need the space.",
-            cleanup_command(spec.nodes),
-        )
-    if cleanup:
+    cleanup = _cleanup(spec)
+    if cleanup and spec.nodes > 1:
+        lines.insert(1, 'node_cleaners=""  # started below, once the folders exist')
+        body += [f"    {line}" for line in _comment(cleanup.comment)]
+        body += [
+            "    # Stop the clean-up task on every node (srun passes SIGINT on), then make sure.",
+            '    if [ -n "$node_cleaners" ]; then',
+            '        kill -INT "$node_cleaners" 2>/dev/null || true',
+            '        wait "$node_cleaners" 2>/dev/null || true',
+            "    fi",
+            '    rm -rf "$WORK_DIR" || true',
+        ]
+    elif cleanup:
         body += [f"    {line}" for line in _comment(cleanup.comment)]
         body.append(f"    {cleanup.command} || true")
     lines += body or ["    :"]
@@ -344,6 +348,34 @@ def _finish(spec: ScriptSpec) -> list[str]:
             'program=""',
             'forward_usr1() { [ -z "$program" ] || kill -USR1 "$program" 2>/dev/null || true; }',
             "trap forward_usr1 USR1",
+        ]
+    return lines
+
+
+def _cleanup(spec: ScriptSpec) -> Stage | None:
+    if spec.cleanup is None and _cleans_work_dir(spec):
+        return Stage(
+            "Remove the job's folder on the node: other jobs need the space.",
+            cleanup_command(spec.nodes),
+        )
+    return spec.cleanup
+
+
+def _folders(spec: ScriptSpec) -> list[str]:
+    lines = [
+        "",
+        "# Made once the exit trap is set, which cleans them up whatever happens next.",
+        'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
+    ]
+    cleanup = _cleanup(spec)
+    if cleanup and spec.nodes > 1:
+        lines += [
+            "# A task on each other node, for as long as the job runs, removes the job's folder",
+            "# there when it ends: cancelled or out of time, Slurm starts no new step but signals",
+            "# this one. The batch node removes its own after copying the results back.",
+            "export WORK_DIR",
+            f"{cleanup.command} </dev/null >/dev/null 2>&1 &",
+            "node_cleaners=$!",
         ]
     return lines
 

@@ -134,6 +134,8 @@ CASES = [
         for site in ("narval", "processing")
         for ending in ("fail", "timeout", "cancel")
     ),
+    # Cancelled, its node-local copies go on both nodes although no new step may start.
+    Case("processing", "large-folder", nodes=2, ending="cancel"),
 ]
 
 
@@ -345,14 +347,14 @@ def matrix(devcluster, rendered) -> dict[str, Ran]:
 
 
 def _cancel_once_written(devcluster, rendered, ids: dict[str, str], run: str) -> None:
-    """scancel each "cancel" case once its program has written its results."""
+    """scancel each "cancel" case once its program has written its results, on every node."""
     waiting = {name for name, (case, _, _) in rendered.items() if case.ending == "cancel"}
     deadline = time.monotonic() + 300
     while waiting and time.monotonic() < deadline:
         for name in sorted(waiting):
             case = rendered[name][0]
             results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
-            if any(results.glob("probe-*.json")):
+            if len(list(results.glob("probe-*.json"))) == case.nodes:
                 assert devcluster.ssh(f"scancel {ids[name]}").returncode == 0
                 waiting.discard(name)
         time.sleep(1)

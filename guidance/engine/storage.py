@@ -25,13 +25,18 @@ ON_EVERY_NODE = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 "
 
 
 def cleanup_command(nodes: int) -> str:
-    """Removes the job's folder on node-local storage, on every node. --overlap: it runs from the
-    exit trap, beside whatever step may still hold the nodes; after a cancel or a time limit
-    Slurm starts no step at all, and the batch node at least is cleaned."""
+    """Removes the job's folder on node-local storage. On several nodes, the batch node removes
+    its own after copying the results back; on each other node a task that lives as long as the
+    job removes it when stopped: cancelled or out of time, Slurm starts no new step, but it does
+    signal the steps that run."""
     if nodes > 1:
         return (
-            f"srun --overlap --ntasks=$SLURM_NNODES --ntasks-per-node=1 rm -rf {WORK_DIR} "
-            f"|| rm -rf {WORK_DIR}"
+            "srun --overlap --disable-status --nodes=$((SLURM_NNODES - 1)) "
+            '--ntasks=$((SLURM_NNODES - 1)) --ntasks-per-node=1 --exclude="$SLURMD_NODENAME" '
+            "--cpus-per-task=1 --mem=0 bash -c "
+            # On its way out it also stops its sleep: Slurm ends the step when no process is left.
+            '\'trap "kill \\$! 2>/dev/null; rm -rf \\"\\$WORK_DIR\\"" EXIT; '
+            'trap "exit 0" INT TERM; while :; do sleep 3600 & wait $!; done\''
         )
     return f"rm -rf {WORK_DIR}"
 
