@@ -31,7 +31,7 @@ LIVE_UPDATE = {
     "modules": "python/3.11 cuda",
     "environment": "requirements",
     "environment_path": "$HOME/requirements.txt",
-    "command": 'python train.py --data "$STAGE_DIR"',
+    "command": 'python train.py --data "$DATA_PATH"',
     "results_dir": "$HOME/results",
 }
 
@@ -42,7 +42,7 @@ def main() -> None:
         DJANGO_SETTINGS_MODULE="portal.settings",
         DEBUG="false",
         SECRET_KEY="bench-only-secret-key-not-for-production-0123456789",
-        PORTAL_ENCRYPTION_KEY="YmVuY2gtb25seS1rZXktbm90LXByb2R1Y3Rpb24hIQ==",
+        PORTAL_ENCRYPTION_KEY="YmVuY2gtb25seS1rZXktbm90LXByb2R1Y3Rpb24hISE=",
         PORTAL_VAR_DIR=var,
         DATABASE_URL=f"sqlite:///{var}/db.sqlite3",
         ALLOWED_HOSTS="testserver",
