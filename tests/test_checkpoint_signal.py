@@ -7,26 +7,18 @@ import uuid
 
 from jobs.compose import compose
 from jobs.forms import ComposeForm
+from tests.test_data_path_cluster import _form
 
 HOME = pathlib.Path("/home/portaltest")
 
 
 def _compose(data_path: str, results: str) -> str:
     form = ComposeForm(
-        {
-            "cluster": "local",
+        _form(data_path)
+        | {
             "job_name": "ckpt",
-            "account": "portal",
-            "workload": "training",
-            "dataset_gb": "50",
-            "data_path": data_path,
-            "gpu_type": "a100",
-            "gpu_count": "1",
             "hours": "0.1",
             "checkpointing": "on",
-            "nodes": "1",
-            "similar_runs": "1",
-            "environment": "none",
             "command": 'sleep 2; echo saved > "$CHECKPOINT_DIR/last.ckpt"',
             "results_dir": results,
         }

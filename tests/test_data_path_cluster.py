@@ -28,6 +28,7 @@ def data() -> pathlib.Path:
 
 
 def _form(data_path: str) -> dict:
+    """A job for the dev cluster's own site ("local"), as the composer takes it."""
     return {
         "cluster": "local",
         "job_name": f"d-{uuid.uuid4().hex[:6]}",
@@ -66,17 +67,22 @@ def test_without_a_login_the_check_says_how_to_get_one(seeded, user_client):
     assert "set up your login there" in answer.content.decode()
 
 
-def test_a_job_whose_data_is_missing_fails_at_once_and_says_why(local_login, user_client):
-    form = ComposeForm(_form("$HOME/no-such-dataset"))
+def _run(login, form: ComposeForm) -> Job:
+    """Composes the form's script, submits it through the portal and follows it to its end."""
     composed = compose(form)
     assert composed is not None, form.errors
     job = _submit(
         Job.objects.create(
-            owner=local_login.owner, account=local_login, name=form.cleaned_data["job_name"],
+            owner=login.owner, account=login, name=form.cleaned_data["job_name"],
             script=composed.script,
         )
     )  # fmt: skip
     _follow(job, timeout=90)
+    return job
+
+
+def test_a_job_whose_data_is_missing_fails_at_once_and_says_why(local_login, user_client):
+    job = _run(local_login, ComposeForm(_form("$HOME/no-such-dataset")))
     assert (job.state, job.exit_code) == (JobState.FAILED, STOP_STATUS)
     assert job.message.startswith("The data path /home/portaltest/no-such-dataset does not exist")
     page = user_client.get(f"/jobs/{job.pk}/").content.decode()
@@ -85,14 +91,7 @@ def test_a_job_whose_data_is_missing_fails_at_once_and_says_why(local_login, use
 
 def test_a_job_whose_data_is_there_completes(local_login, data):
     form = ComposeForm(_form(f"$HOME/{data.name}/images"))
-    composed = compose(form)
-    job = _submit(
-        Job.objects.create(
-            owner=local_login.owner, account=local_login, name=form.cleaned_data["job_name"],
-            script=composed.script,
-        )
-    )  # fmt: skip
-    _follow(job, timeout=90)
+    job = _run(local_login, form)
     assert (job.state, job.exit_code, job.message) == (JobState.COMPLETED, 0, "")
     results = HOME / form.cleaned_data["results_dir"].removeprefix("$HOME/")
     assert (results / "listing.txt").read_text().split() == ["0.txt", "1.txt", "2.txt"]
