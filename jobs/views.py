@@ -55,6 +55,8 @@ def compose(request: HttpRequest) -> HttpResponse:
     composed = compose_script(form) if form.is_bound else None
     script_text = data.get("script_text", "") if request.method == "POST" else ""
     checked = None
+    # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
+    path_check = _path_check(request) if "check_path" in request.POST else None
 
     if request.method == "POST" and composed and composed.script:
         text = script_text or composed.script
@@ -76,6 +78,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         "rec": composed.recommendation if composed else None,
         "script_text": script_text,
         "validation": checked,
+        "path_check": path_check,
         "edited": bool(script_text and composed and _edited(script_text, composed.script)),
         "site_templates": SiteTemplate.objects.filter(published=True),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
@@ -150,6 +153,11 @@ def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def check_path(request: HttpRequest) -> HttpResponse:
+    """The composer's "Check this path on the cluster", through htmx."""
+    return render(request, "jobs/path_check.html", _path_check(request))
+
+
+def _path_check(request: HttpRequest) -> dict:
     """Looks at the data path on the cluster, through the user's own login, when asked."""
     slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
     cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
@@ -168,4 +176,4 @@ def check_path(request: HttpRequest) -> HttpResponse:
             ctx["ok"], ctx["said"] = data_path.describe(
                 found, cluster.name, request.POST.get("data_kind", "")
             )
-    return render(request, "jobs/path_check.html", ctx)
+    return ctx

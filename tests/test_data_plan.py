@@ -212,3 +212,9 @@ def test_a_site_may_not_redefine_the_shells_own_variables(seeded, name):
 def test_an_unknown_chosen_kind_is_taken_from_the_name():
     ok, said = data_path.describe(PathCheck("/p/d.tar", "file", 10), "Narval", "tape")
     assert ok and "taken as an archive" in said
+
+
+def test_without_javascript_the_path_check_answers_in_the_page(seeded, user_client):
+    page = user_client.post("/jobs/new/", BASE | {"check_path": "1"}).content.decode()
+    assert "To check paths on Narval" in page and "set up your login there" in page
+    assert 'value="$PROJECT/data/imagenet.tar"' in page  # nothing typed is lost

@@ -1,0 +1,66 @@
+"""In a real headless Chromium: the composer checks the data path on the dev cluster through the
+user's own login, and the plan says what the path is taken as, without reloading the page."""
+
+import io
+import pathlib
+import subprocess
+import uuid
+
+import pytest
+from django.core.management import call_command
+
+from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (a fixture)
+
+HOME = pathlib.Path("/home/portaltest")
+
+
+@pytest.fixture
+def folder() -> str:
+    root = HOME / f"browser-{uuid.uuid4().hex[:8]}" / "images"
+    root.mkdir(parents=True)
+    for i in range(4):
+        (root / f"{i}.png").write_bytes(b"\x89PNG" * 10)
+    subprocess.run(["chown", "-R", "portaltest:", str(root.parent)], check=True)
+    return f"~/{root.parent.name}/images"
+
+
+@pytest.fixture
+def page(browser, live_server, transactional_db, django_user_model, devcluster):  # noqa: F811
+    call_command("seed_guidance", stdout=io.StringIO())
+    call_command("seed_templates", stdout=io.StringIO())
+    django_user_model.objects.create_user("alice", password="alice-password")
+    call_command("register_devcluster", "alice", stdout=io.StringIO())
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/accounts/login/?next=/jobs/new/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/jobs/new/")
+    yield page
+    context.close()
+
+
+def test_the_data_path_is_checked_on_the_cluster_and_told_in_the_plan(page, folder):
+    page.select_option("select[name=cluster]", "local")
+    page.fill("input[name=dataset_gb]", "50")
+    page.fill("input[name=hours]", "0.5")
+    page.fill("input[name=gpu_type]", "a100")
+    page.fill("textarea[name=command]", 'python3 train.py --data "$DATA_PATH"')
+    page.evaluate("window.notReloaded = true")
+    page.fill("input[name=data_path]", folder)
+    page.wait_for_selector(f"text=The data path {folder} is taken as a folder (from its name)")
+
+    page.click("text=Check this path on the cluster")
+    page.wait_for_selector("#path-check.ok")
+    assert "is a folder of 4 files: the job copies it with rsync" in page.inner_text("#path-check")
+
+    page.select_option("select[name=data_kind]", "archive")
+    page.click("text=Check this path on the cluster")
+    page.wait_for_selector("#path-check.warning")
+    assert "choose 'A folder'" in page.inner_text("#path-check")
+    assert page.evaluate("window.notReloaded") is True
+    assert page.input_value("input[name=data_path]") == folder
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "composer-path-check.png", full_page=True)
