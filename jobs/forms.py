@@ -15,7 +15,7 @@ NAME_RULE = (
     "Use letters, digits, '.', '_', '+' or '-' (no spaces), starting with a letter or digit."
 )
 ENVIRONMENTS = [
-    ("none", "Nothing: modules only"),
+    ("none", "None: the login environment, and the modules above if any"),
     ("venv", "Activate an existing virtualenv"),
     ("requirements", "Build a virtualenv on the node from a requirements file"),
 ]
