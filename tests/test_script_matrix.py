@@ -19,6 +19,7 @@ import tarfile
 import time
 import uuid
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -270,7 +271,7 @@ FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_F
 
 
 @pytest.fixture(scope="module")
-def matrix(devcluster, rendered) -> dict[str, Ran]:
+def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
     if shutil.which("shellcheck") is None:
         service_missing("shellcheck is not installed (scripts/install-test-deps installs it)")
     run = f"matrix-{uuid.uuid4().hex[:8]}"
@@ -343,7 +344,10 @@ def matrix(devcluster, rendered) -> dict[str, Ran]:
         )
         ran[name] = Ran(case, texts[name], job_id, mine, results, stderr)
     ran["expected"] = expected  # type: ignore[assignment]
-    return ran
+    yield ran
+    # The machine is kept between sessions and CI runs: leave no data set behind.
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _cancel_once_written(devcluster, rendered, ids: dict[str, str], run: str) -> None:
