@@ -3,8 +3,10 @@ user's own login, and the plan says what the path is taken as, without reloading
 
 import io
 import pathlib
+import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from django.core.management import call_command
@@ -15,13 +17,14 @@ HOME = pathlib.Path("/home/portaltest")
 
 
 @pytest.fixture
-def folder() -> str:
+def folder() -> Iterator[str]:
     root = HOME / f"browser-{uuid.uuid4().hex[:8]}" / "images"
     root.mkdir(parents=True)
     for i in range(4):
         (root / f"{i}.png").write_bytes(b"\x89PNG" * 10)
     subprocess.run(["chown", "-R", "portaltest:", str(root.parent)], check=True)
-    return f"~/{root.parent.name}/images"
+    yield f"~/{root.parent.name}/images"
+    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 @pytest.fixture

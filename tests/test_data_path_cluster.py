@@ -2,8 +2,10 @@
 at once and its page says why in one line (jobs.script's portal_stop, read by the poller)."""
 
 import pathlib
+import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,14 +19,15 @@ HOME = pathlib.Path("/home/portaltest")
 
 
 @pytest.fixture
-def data() -> pathlib.Path:
+def data() -> Iterator[pathlib.Path]:
     root = HOME / f"data-{uuid.uuid4().hex[:8]}"
     (root / "images").mkdir(parents=True)
     for i in range(3):
         (root / "images" / f"{i}.txt").write_text(f"image {i}\n")
     (root / "images.tar").write_bytes(b"\0" * 2_500_000)
     subprocess.run(["chown", "-R", "portaltest:", str(root)], check=True)
-    return root
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _form(data_path: str) -> dict:
