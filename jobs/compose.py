@@ -6,7 +6,7 @@ from guidance import engine
 from guidance.engine import Placement, Recommendation, TierKind
 from guidance.facts import cluster_facts
 from jobs.forms import ComposeForm
-from jobs.script import ScriptError, ScriptSpec, Stage, render, resource_options
+from jobs.script import ScriptError, ScriptSpec, Stage, render, resource_options, time_seconds
 
 INTERACTIVE_MINUTES = 60  # 002: try the program for an hour in salloc before batch runs
 
@@ -105,12 +105,5 @@ def _stage(step: engine.types.Step) -> Stage:
 
 def salloc_line(spec: ScriptSpec) -> str:
     """The interactive allocation with the batch job's resources, for an hour at most (002)."""
-    days, hours, minutes = _time_parts(spec.time)
-    minutes = min(days * 1440 + hours * 60 + minutes, INTERACTIVE_MINUTES)
+    minutes = min(time_seconds(spec.time) // 60, INTERACTIVE_MINUTES)
     return " ".join(["salloc", *resource_options(spec, f"{minutes // 60}:{minutes % 60:02d}:00")])
-
-
-def _time_parts(time: str) -> tuple[int, int, int]:
-    days, clock = time.split("-")
-    hours, minutes, _ = clock.split(":")
-    return int(days), int(hours), int(minutes)

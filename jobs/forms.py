@@ -121,7 +121,7 @@ class ComposeForm(AdviceForm):
         published = {name for name, _ in environment.pairs()} if environment else set()
         for field in ("data_path", "results_dir", "environment_path"):
             variable = variable_of(data.get(field) or "")
-            if variable and variable not in {"HOME", "USER"} | published:
+            if variable and variable not in script.ALWAYS_SET | published:
                 self.add_error(
                     field,
                     f"Jobs on {cluster.name} have no ${variable} (its published job "

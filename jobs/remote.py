@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
-from guidance.engine.shell import PATH_START, variable_of
+from guidance.engine.shell import split_path
 from jobs import keys, slurm
 from jobs.gateway import ClusterError, ErrorKind, Login, gateway
 from jobs.models import ClusterAccount, Job
@@ -145,7 +145,7 @@ def output_tail(job: Job, stream: str) -> bytes:
 
 
 def _newest_part(job: Job) -> str:
-    """The file name stem of the job's newest part: slurm-<id>, or slurm-<array id>_<task>."""
+    """The id in the file names of the job's newest part: <id>, or <array id>_<task>."""
     part = job.tasks.exclude(started=None).order_by("-started").first()
     return f"{job.slurm_id}_{part.task_id}" if part else job.slurm_id
 
@@ -186,9 +186,7 @@ class PathCheck:
 
 def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) -> PathCheck:
     """What `path` is on the cluster, looked at through the user's own login."""
-    start = PATH_START.match(path)
-    variable = variable_of(path)
-    rest = path[start.end() :] if start else path
+    variable, rest = split_path(path)
     pairs = [f"{name}={value}" for name, value in fallbacks.items()]
     result = gateway.run(
         login_for(account), ["bash", "-c", PATH_PROBE, "portal-path", variable, rest, *pairs]

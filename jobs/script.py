@@ -164,13 +164,17 @@ def resource_options(spec: ScriptSpec, time: str) -> list[str]:
     ]
 
 
+def time_seconds(time: str) -> int:
+    """Seconds in Slurm's D-HH:MM:SS, as the engine writes a job's time."""
+    days, clock = time.split("-")
+    hours, minutes, seconds = (int(part) for part in clock.split(":"))
+    return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
 def warning_seconds(time: str) -> int:
     """When a checkpointing job hears USR1 before its limit: 300 s, or a quarter of a short limit
     (with 300 s of 5 minutes the signal would come at the start)."""
-    days, clock = time.split("-")
-    hours, minutes, seconds = (int(part) for part in clock.split(":"))
-    total = ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
-    return max(10, min(WARNING_SECONDS, total // 4))
+    return max(10, min(WARNING_SECONDS, time_seconds(time) // 4))
 
 
 def _header(spec: ScriptSpec) -> list[str]:
@@ -317,18 +321,22 @@ def _check_data(spec: ScriptSpec) -> list[str]:
 
 
 def _finish(spec: ScriptSpec) -> list[str]:
-    lines = ["", "# On any exit, also a failure or a time limit: save results, then clean up."]
-    lines.append("finish() {")
+    cleanup = _cleanup(spec)
+    several = cleanup is not None and spec.nodes > 1
+    lines = [
+        "",
+        *(['node_cleaners=""  # started below, once the folders exist'] if several else []),
+        "# On any exit, also a failure or a time limit: save results, then clean up.",
+        "finish() {",
+    ]
     body = []
     if spec.copy_back:
         body += [f"    {line}" for line in _comment(spec.copy_back.comment)]
         body.append(f"    {spec.copy_back.command} || true")
-    cleanup = _cleanup(spec)
-    if cleanup and spec.nodes > 1:
-        lines.insert(1, 'node_cleaners=""  # started below, once the folders exist')
+    if several:
         body += [f"    {line}" for line in _comment(cleanup.comment)]
         body += [
-            "    # Stop the clean-up task on every node (srun passes SIGINT on), then make sure.",
+            "    # Stop the other nodes' clean-up tasks (srun passes SIGINT on); then this node's.",
             '    if [ -n "$node_cleaners" ]; then',
             '        kill -INT "$node_cleaners" 2>/dev/null || true',
             '        wait "$node_cleaners" 2>/dev/null || true',

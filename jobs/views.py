@@ -161,19 +161,14 @@ def _path_check(request: HttpRequest) -> dict:
     """Looks at the data path on the cluster, through the user's own login, when asked."""
     slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
     cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
-    ctx: dict = {"cluster": cluster}
-    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
     if cluster is None or not path:
-        ctx["problem"] = "Choose a cluster and enter a data path first."
-    elif account is None:
-        ctx["needs_login"] = True
-    else:
-        try:
-            found = remote.check_path(account, path, data_path.fallbacks(cluster, account.username))
-        except ClusterError as error:
-            ctx["problem"] = error.message
-        else:
-            ctx["ok"], ctx["said"] = data_path.describe(
-                found, cluster.name, request.POST.get("data_kind", "")
-            )
-    return ctx
+        return {"cluster": cluster, "problem": "Choose a cluster and enter a data path first."}
+    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    if account is None:
+        return {"cluster": cluster, "needs_login": True}
+    try:
+        found = remote.check_path(account, path, data_path.fallbacks(cluster, account.username))
+    except ClusterError as error:
+        return {"cluster": cluster, "problem": error.message}
+    ok, said = data_path.describe(found, cluster.name, request.POST.get("data_kind", ""))
+    return {"cluster": cluster, "ok": ok, "said": said}

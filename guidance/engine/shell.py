@@ -13,18 +13,23 @@ MODULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 PATH_START = re.compile(r"(~|\$HOME|\$\{HOME\}|\$SCRATCH|\$PROJECT|\$USER|\$SLURM_TMPDIR)(?=/|$)")
 
 
-def shell_path(value: str) -> str:
-    """`value` as one shell word: `$SCRATCH/my data` -> `"$SCRATCH"'/my data'`."""
+def split_path(value: str) -> tuple[str, str]:
+    """(the variable a path starts with, "HOME" for ~, or ""; the rest, literally)."""
     start = PATH_START.match(value)
     if not start:
+        return "", value
+    variable = "HOME" if start.group(1) in ("~", "${HOME}") else start.group(1)[1:]
+    return variable, value[start.end() :]
+
+
+def shell_path(value: str) -> str:
+    """`value` as one shell word: `$SCRATCH/my data` -> `"$SCRATCH"'/my data'`."""
+    variable, rest = split_path(value)
+    if not variable:
         return shlex.quote(value)
-    rest = value[start.end() :]
-    return f'"${variable_of(value)}"' + (shlex.quote(rest) if rest else "")
+    return f'"${variable}"' + (shlex.quote(rest) if rest else "")
 
 
 def variable_of(value: str) -> str:
     """The variable a path starts with ("HOME" for ~), or ""."""
-    start = PATH_START.match(value)
-    if not start:
-        return ""
-    return "HOME" if start.group(1) in ("~", "${HOME}") else start.group(1)[1:]
+    return split_path(value)[0]
