@@ -40,21 +40,26 @@ def browser():
         browser.close()
 
 
+def logged_in(browser, live_server, path: str, timeout_ms: int = 10_000):
+    """A page of its own browser context, logged in as alice (password alice-password) at path."""
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    page.goto(f"/accounts/login/?next={path}")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**{path}")
+    yield page
+    context.close()
+
+
 @pytest.fixture
 def page(browser, live_server, transactional_db, django_user_model):
     call_command("seed_guidance", stdout=io.StringIO())
     call_command("seed_templates", stdout=io.StringIO())
     django_user_model.objects.create_user("alice", password="alice-password")
-    context = browser.new_context(base_url=live_server.url)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    page.goto("/accounts/login/?next=/guidance/narval/advice/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/guidance/narval/advice/")
-    yield page
-    context.close()
+    yield from logged_in(browser, live_server, "/guidance/narval/advice/")
 
 
 def test_the_storage_advice_follows_the_dataset_size_live(page):

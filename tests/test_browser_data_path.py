@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import call_command
 
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (a fixture)
+from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (a fixture)
 
 HOME = pathlib.Path("/home/portaltest")
 
@@ -33,16 +33,7 @@ def page(browser, live_server, transactional_db, django_user_model, devcluster):
     call_command("seed_templates", stdout=io.StringIO())
     django_user_model.objects.create_user("alice", password="alice-password")
     call_command("register_devcluster", "alice", stdout=io.StringIO())
-    context = browser.new_context(base_url=live_server.url)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/accounts/login/?next=/jobs/new/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/jobs/new/")
-    yield page
-    context.close()
+    yield from logged_in(browser, live_server, "/jobs/new/", timeout_ms=15_000)
 
 
 def test_the_data_path_is_checked_on_the_cluster_and_told_in_the_plan(page, folder):

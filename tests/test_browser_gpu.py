@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from jobs.models import JobState
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (a fixture)
+from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (a fixture)
 from tests.test_efficiency import add_samples, resnet_job
 
 
@@ -26,16 +26,7 @@ def job(live_server, transactional_db, django_user_model, settings):
 
 @pytest.fixture
 def page(browser, live_server, job):  # noqa: F811
-    context = browser.new_context(base_url=live_server.url)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    page.goto(f"/accounts/login/?next=/jobs/{job.pk}/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"**/jobs/{job.pk}/")
-    yield page
-    context.close()
+    yield from logged_in(browser, live_server, f"/jobs/{job.pk}/")
 
 
 def test_the_gpu_section_follows_the_job_and_saves_the_next_run(page, job, settings):
