@@ -33,7 +33,7 @@ def measure(runs: int, action: Callable[[], object], before: Callable[[], object
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
-    from jobs.gateway import Gateway
+    from jobs.cluster.gateway import Gateway
     from tests.sshd import Sshd, install_sshd
 
     reason = install_sshd()

@@ -14,8 +14,8 @@ def main() -> None:
     account = portal_with_local_cluster()
     from django.utils import timezone
 
-    from jobs import remote, tasks
-    from jobs.gateway import gateway
+    from jobs.cluster import remote, tasks
+    from jobs.cluster.gateway import gateway
     from jobs.models import Job, JobState
 
     login = remote.login_for(account)

@@ -1,9 +1,10 @@
 """CPU time the GPU sampler costs a job, per GPU and hour, with the fake NVML.
 
-Runs jobs/sampler/portal_gpu_sampler.py for SECONDS at INTERVAL with GPUS fake GPUs, stops it with
-SIGTERM, and reads the CPU time it used (user + system, from getrusage of the waited child; Python's
-start-up included). The fake NVML answers at no cost, so this is the sampler's own overhead: on a
-real node each NVML call adds driver time (a few tens of microseconds to a millisecond).
+Runs jobs/gpu/sampler/portal_gpu_sampler.py for SECONDS at INTERVAL with GPUS fake GPUs, stops it
+with SIGTERM, and reads the CPU time it used (user + system, from getrusage of the waited child;
+Python's start-up included). The fake NVML answers at no cost, so this is the sampler's own
+overhead: on a real node each NVML call adds driver time (a few tens of microseconds to a
+millisecond).
 
 Usage: .venv/bin/python bench/sampler_cpu.py [SECONDS] [INTERVAL] [GPUS]   (default 60 1 4)
 """
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLER = ROOT / "jobs" / "sampler" / "portal_gpu_sampler.py"
+SAMPLER = ROOT / "jobs" / "gpu" / "sampler" / "portal_gpu_sampler.py"
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 60
 INTERVAL = float(sys.argv[2]) if len(sys.argv) > 2 else 1
 GPUS = int(sys.argv[3]) if len(sys.argv) > 3 else 4

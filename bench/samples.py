@@ -72,8 +72,9 @@ def main() -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from jobs import gpu_samples, remote
-    from jobs.gateway import gateway
+    from jobs.cluster import remote
+    from jobs.cluster.gateway import gateway
+    from jobs.gpu import samples as gpu_samples
     from jobs.models import GpuSample, Job, JobState
 
     login = remote.login_for(account)

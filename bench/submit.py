@@ -48,9 +48,9 @@ def _bare_client(login):
 
 def main() -> None:
     account = portal_with_local_cluster()
-    from jobs.gateway import gateway
-    from jobs.remote import login_for
-    from jobs.script import MONITORING_START, MONITORING_STOP
+    from jobs.cluster.gateway import gateway
+    from jobs.cluster.remote import login_for
+    from jobs.compose.script import MONITORING_START, MONITORING_STOP
 
     login = login_for(account)
     gateway.run(login, ["mkdir", "-p", "portal-jobs/bench"])
@@ -69,7 +69,7 @@ def main() -> None:
 
 
 def _measure(account, client, script: str) -> tuple[list[float], list[float]]:
-    from jobs import tasks
+    from jobs.cluster import tasks
     from jobs.models import Job
 
     bare, portal = [], []

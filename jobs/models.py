@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from jobs.slurm import SlurmState
+from jobs.cluster.slurm import SlurmState
 
 
 class SiteTemplate(models.Model):
@@ -68,7 +68,7 @@ class ClusterAccount(models.Model):
         max_length=32, validators=[RegexValidator(r"\A[a-z_][a-z0-9_.-]{0,31}\Z")]
     )
     public_key = models.TextField()
-    # Fernet-encrypted (jobs.keys): never shown, never logged.
+    # Fernet-encrypted (jobs.cluster.keys): never shown, never logged.
     private_key_encrypted = models.TextField()
     tested_at = models.DateTimeField(null=True, blank=True)
     test_result = models.TextField(blank=True)
@@ -83,8 +83,9 @@ class ClusterAccount(models.Model):
 
 
 class JobState(models.TextChoices):
-    """The portal's two states before Slurm has the job, then Slurm's own (jobs.slurm.SlurmState),
-    one for one under the same names, so that no state Slurm reports is shown as another."""
+    """The portal's two states before Slurm has the job, then Slurm's own
+    (jobs.cluster.slurm.SlurmState), one for one under the same names, so that no state Slurm
+    reports is shown as another."""
 
     SUBMITTING = "SUBMITTING", "Submitting"
     SUBMIT_FAILED = "SUBMIT_FAILED", "Not submitted"

@@ -1,174 +1,197 @@
+"""Jobs: submit, list, follow, cancel and read output. Pages read the database only; the cluster
+is asked by Celery tasks, except for the output a user asks to see and a cancel."""
+
+from urllib.parse import urlencode
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+from django_htmx.http import HttpResponseStopPolling
 
-from guidance.models import Cluster
-from jobs import data_path, remote
-from jobs.compose import compose as compose_script
-from jobs.forms import ComposeForm
-from jobs.gateway import ClusterError
-from jobs.job_views import start_submission
-from jobs.models import ClusterAccount, Composition, SiteTemplate
-from jobs.validation import validate
+from jobs.cluster import remote, tasks
+from jobs.cluster.gateway import ClusterError
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose as compose_script
+from jobs.gpu import efficiency
+from jobs.gpu.monitoring import is_monitored
+from jobs.models import ClusterAccount, Composition, Job, JobState
 
-SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
-
-
-def _get_composition_for_user(request: HttpRequest, pk: int) -> Composition:
-    # Someone else's composition does not exist, as far as this user can tell.
-    return get_object_or_404(Composition, pk=pk, owner=request.user)
+PAGE_SIZE = 25
 
 
-def _starting_values(request: HttpRequest) -> dict:
-    """What a new composition starts from: a site template, one of the user's, or nothing."""
-    if slug := request.GET.get("template"):
-        return get_object_or_404(SiteTemplate, slug=slug, published=True).fields
-    if pk := request.GET.get("from"):
-        return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0).fields
-    return {}
+def _get_job_for_user(request: HttpRequest, pk: int) -> Job:
+    # Someone else's job does not exist, as far as this user can tell.
+    return get_object_or_404(
+        Job.objects.select_related("account__cluster"), pk=pk, owner=request.user
+    )
 
 
-def _is_form_data(data: QueryDict) -> bool:
-    return "cluster" in data
+def start_submission(request: HttpRequest, composition: Composition, cluster) -> HttpResponse:
+    """Queues the composition's script for submission; the page follows it from there."""
+    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    if account is None:
+        messages.error(
+            request,
+            f"Set up your login on {cluster.name} first; your composition “{composition.name}” "
+            "is saved.",
+        )
+        return redirect("jobs:accounts")
+    job = Job.objects.create(
+        owner=request.user,
+        account=account,
+        composition=composition,
+        name=composition.fields.get("job_name") or "job",
+        script=composition.script,
+    )
+    job.events.create(state=job.state, detail="Queued for submission.")
+    transaction.on_commit(lambda: tasks.submit_job.delay(job.pk))
+    return redirect(job)
 
 
-def _edited(text: str, generated: str) -> bool:
-    return text.replace("\r\n", "\n").strip() != generated.strip()
+@login_required
+@require_safe
+def jobs(request: HttpRequest) -> HttpResponse:
+    queryset = Job.objects.filter(owner=request.user).select_related("account__cluster")
+    state = request.GET.get("state", "")
+    cluster = request.GET.get("cluster", "")
+    if state in JobState.values:
+        queryset = queryset.filter(state=state)
+    if cluster:
+        queryset = queryset.filter(account__cluster__slug=cluster)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    ctx = {
+        "page": page,
+        "states": JobState.choices,
+        "state": state,
+        "cluster": cluster,
+        "clusters": ClusterAccount.objects.filter(owner=request.user).select_related("cluster"),
+        "watching": any(not job.is_final for job in page),
+    }
+    if request.htmx and not ctx["watching"]:
+        return HttpResponseStopPolling()
+    return render(request, "jobs/jobs.html#rows" if request.htmx else "jobs/jobs.html", ctx)
 
 
-def _download(name: str, text: str) -> HttpResponse:
-    response = HttpResponse(text.replace("\r\n", "\n"), content_type=SCRIPT_TYPE)
-    response["Content-Disposition"] = f'attachment; filename="{name}.sbatch"'
+@login_required
+@require_safe
+def job(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    ctx = {"job": obj, "events": obj.events.all(), "tasks": obj.tasks.all()}
+    if request.htmx:
+        response = render(request, "jobs/job.html#status", ctx)
+        # 286 swaps this last answer in and tells htmx to stop asking.
+        return response if not obj.is_final else _stop_polling(response)
+    monitored = bool(obj.slurm_id) and is_monitored(obj.script)
+    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | {"monitored": monitored})
+
+
+def _stop_polling(response: HttpResponse) -> HttpResponse:
+    response.status_code = HttpResponseStopPolling.status_code
     return response
 
 
 @login_required
-@require_http_methods(["GET", "HEAD", "POST"])
-def compose(request: HttpRequest) -> HttpResponse:
-    data = request.POST if request.method == "POST" else request.GET
-    if _is_form_data(data):
-        form = ComposeForm(data)
-    else:
-        form = ComposeForm(initial=_starting_values(request))
-    composed = compose_script(form) if form.is_bound else None
-    script_text = data.get("script_text", "") if request.method == "POST" else ""
-    checked = None
-    # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
-    path_check = _path_check(request) if "check_path" in request.POST else None
-
-    if request.method == "POST" and composed and composed.script:
-        text = script_text or composed.script
-        if "download" in data:
-            return _download(form.cleaned_data["job_name"], text)
-        if {"save", "submit"} & set(data):
-            return _save(request, form, composed, text)
-        if "validate" in data:
-            checked = validate(request.user, form.cleaned_data["cluster"], text)
-            if request.htmx:
-                return render(request, "jobs/validation.html", {"validation": checked})
-
-    warnings = composed.recommendation.warnings if composed else ()
-    ctx = {
-        "form": form,
-        # Warnings about one field also show beside it (and update there through htmx).
-        "field_warnings": {name: [w for w in warnings if w.field == name] for name in form.fields},
-        "composed": composed,
-        "rec": composed.recommendation if composed else None,
-        "script_text": script_text,
-        "validation": checked,
-        "path_check": path_check,
-        "edited": bool(script_text and composed and _edited(script_text, composed.script)),
-        "site_templates": SiteTemplate.objects.filter(published=True),
-        "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
-    }
-    template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
-    return render(request, template, ctx, status=200)
-
-
-def _save(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
-    """Keeps the composition; "Save and submit" then queues it for the cluster."""
-    data = form.data
-    composition = Composition.objects.create(
-        owner=request.user,
-        name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
-        fields=_storable(form),
-        script=text.replace("\r\n", "\n"),
-        edited=_edited(text, composed.script),
-    )
-    if "submit" in data:
-        return start_submission(request, composition, form.cleaned_data["cluster"])
-    messages.success(request, f"Saved “{composition.name}”.")
-    return redirect(composition)
-
-
-def _storable(form: ComposeForm) -> dict:
-    """The form's values as the user typed them, to fill the form again later."""
-    return {name: form.data.get(name) for name in form.fields if name in form.data}
-
-
-@login_required
-@require_safe
-def compositions(request: HttpRequest) -> HttpResponse:
-    mine = Composition.objects.filter(owner=request.user)
-    return render(request, "jobs/compositions.html", {"compositions": mine})
-
-
-@login_required
-@require_safe
-def composition(request: HttpRequest, pk: int) -> HttpResponse:
-    obj = _get_composition_for_user(request, pk)
-    if "download" in request.GET:
-        return _download(obj.fields.get("job_name") or "job", obj.script)
-    return render(request, "jobs/composition.html", {"composition": obj})
-
-
-@login_required
 @require_POST
-def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
-    obj = _get_composition_for_user(request, pk)
-    if "submit" in request.POST:
-        cluster = Cluster.objects.filter(slug=obj.fields.get("cluster", "")).first()
-        if cluster is None:
-            messages.error(request, "This composition names no cluster the portal knows.")
-            return redirect(obj)
-        return start_submission(request, obj, cluster)
-    if "validate" in request.POST:
-        cluster = Cluster.objects.filter(slug=obj.fields.get("cluster", "")).first()
-        if cluster is None:
-            messages.error(request, "This composition names no cluster the portal knows.")
-            return redirect(obj)
-        checked = validate(request.user, cluster, obj.script)
-        return render(request, "jobs/composition.html", {"composition": obj, "validation": checked})
-    if "delete" in request.POST:
-        obj.delete()
-        messages.success(request, f"Deleted “{obj.name}”.")
-        return redirect("jobs:compositions")
-    obj.is_template = request.POST.get("is_template") == "on"
-    obj.save(update_fields=["is_template", "updated"])
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    if obj.is_final or not obj.slurm_id:
+        messages.info(request, "The job is not queued or running: there is nothing to cancel.")
+        return redirect(obj)
+    try:
+        remote.cancel(obj)
+    except (ClusterError, remote.Rejected) as error:
+        messages.error(request, f"Could not cancel: {error.message}")
+    else:
+        obj.events.create(state=obj.state, detail="Cancel requested.")
+        messages.success(request, "Cancel sent; the page shows when Slurm has stopped the job.")
     return redirect(obj)
 
 
 @login_required
 @require_POST
-def check_path(request: HttpRequest) -> HttpResponse:
-    """The composer's "Check this path on the cluster", through htmx."""
-    return render(request, "jobs/path_check.html", _path_check(request))
+def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    if obj.state == JobState.SUBMIT_FAILED:
+        obj.retry_submission()
+        transaction.on_commit(lambda: tasks.submit_job.delay(obj.pk))
+    return redirect(obj)
 
 
-def _path_check(request: HttpRequest) -> dict:
-    """Looks at the data path on the cluster, through the user's own login, when asked."""
-    slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
-    cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
-    if cluster is None or not path:
-        return {"cluster": cluster, "problem": "Choose a cluster and enter a data path first."}
-    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
-    if account is None:
-        return {"cluster": cluster, "needs_login": True}
+@login_required
+@require_safe
+def job_output(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_job_for_user(request, pk)
+    stream = "err" if request.GET.get("stream") == "err" else "out"
     try:
-        found = remote.check_path(account, path, data_path.fallbacks(cluster, account.username))
-    except ClusterError as error:
-        return {"cluster": cluster, "problem": error.message}
-    ok, said = data_path.describe(found, cluster.name, request.POST.get("data_kind", ""))
-    return {"cluster": cluster, "ok": ok, "said": said}
+        text = remote.output_tail(obj, stream).decode(errors="replace") if obj.slurm_id else ""
+        error = ""
+    except ClusterError as failure:
+        text, error = "", failure.message
+    ctx = {"job": obj, "stream": stream, "text": text, "error": error, "cap": remote.OUTPUT_CAP}
+    return render(request, "jobs/job_output.html", ctx)
+
+
+@login_required
+@require_safe
+def job_gpus(request: HttpRequest, pk: int) -> HttpResponse:
+    """The GPU fragment alone, for htmx to refresh while the job runs."""
+    obj = _get_job_for_user(request, pk)
+    response = render(request, "jobs/job_gpus.html", _gpu_context(obj))
+    return _stop_polling(response) if request.htmx and obj.is_final else response
+
+
+def _gpu_context(obj: Job) -> dict:
+    return {
+        "job": obj,
+        "gpu": efficiency.gpu_panel(obj),
+        "sample_seconds": max(settings.SAMPLE_SECONDS, 2),
+        "warmup_minutes": round(settings.GPU_WARMUP_SECONDS / 60),
+    }
+
+
+@login_required
+@require_POST
+def job_next_run(request: HttpRequest, pk: int) -> HttpResponse:
+    """A new composition from the job's, with the efficiency report's suggestions applied."""
+    obj = _get_job_for_user(request, pk)
+    composition = obj.composition
+    if composition is None:
+        messages.error(
+            request,
+            "This job has no composition in the portal (it was deleted, or the job was not "
+            "composed here): apply the suggestions in the composer yourself.",
+        )
+        return redirect(obj)
+    suggestions = efficiency.job_report(obj).suggestions
+    if not suggestions:
+        messages.info(request, "The report suggests no change: submit the same composition again.")
+        return redirect(composition)
+    fields = efficiency.apply(composition.fields, suggestions)
+    changes = ", ".join(s.change for s in suggestions)
+    composed = compose_script(ComposeForm(fields))
+    if composition.edited or composed is None or not composed.script:
+        # The form decides, not us: it shows what needs the user's eye beside the field.
+        why = (
+            "its script was edited by hand, so redo those edits"
+            if composition.edited
+            else "the composer has questions about them"
+        )
+        messages.warning(
+            request, f"The next run's settings ({changes}) are in the composer: {why}."
+        )
+        query = urlencode({k: v for k, v in fields.items() if v is not None})
+        return redirect(f"{reverse('jobs:compose')}?{query}")
+    new = Composition.objects.create(
+        owner=request.user,
+        name=f"{composition.name} (next run)"[:100],
+        fields=fields,
+        script=composed.script,
+    )
+    messages.success(request, f"Saved “{new.name}” with {changes}.")
+    return redirect(new)

@@ -23,8 +23,8 @@ from guidance import engine, models
 from guidance.engine.sources import Source
 from guidance.engine.types import Recommendation, Step
 from guidance.facts import cluster_facts
-from jobs.compose import compose
-from jobs.forms import ComposeForm
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
 from portal.models import ApiToken
 
 

@@ -152,7 +152,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # A late-acknowledged task (jobs.tasks.submit_job) stays unacknowledged in Redis while it
+    # A late-acknowledged task (submit_job) stays unacknowledged in Redis while it
     # runs; if its worker dies, Redis gives it to another worker this many seconds after it was
     # first delivered. It must exceed the longest task and retry countdown, or a task still
     # running (or waiting for its countdown) would be delivered a second time.
@@ -197,8 +197,9 @@ LOGGING = {
 
 
 def _portal_encryption_key() -> str:
-    # Encrypts users' SSH private keys at rest (jobs/keys.py). Losing or changing it makes every
-    # stored key unreadable. In DEBUG it is derived from SECRET_KEY, so development needs nothing.
+    # Encrypts users' SSH private keys at rest (jobs/cluster/keys.py). Losing or changing it makes
+    # every stored key unreadable. In DEBUG it is derived from SECRET_KEY, so development needs
+    # nothing.
     import base64
     import binascii
     import hashlib

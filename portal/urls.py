@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from jobs import admin_views
+from jobs.cluster import admin_views
 from portal import token_views, views
 from portal.api import api
 

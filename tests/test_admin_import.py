@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from guidance.models import Cluster, Partition
-from jobs import keys
+from jobs.cluster import keys
 from jobs.models import ClusterAccount
 
 

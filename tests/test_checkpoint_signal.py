@@ -5,8 +5,8 @@ import pathlib
 import time
 import uuid
 
-from jobs.compose import compose
-from jobs.forms import ComposeForm
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
 from tests.test_data_path_cluster import _form
 
 HOME = pathlib.Path("/home/portaltest")

@@ -1,5 +1,6 @@
 """A data path, checked on the real cluster on request, and a job whose data is missing: it stops
-at once and its page says why in one line (jobs.script's portal_stop, read by the poller)."""
+at once and its page says why in one line (jobs.compose.script's portal_stop, read by the
+poller)."""
 
 import pathlib
 import shutil
@@ -9,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobs.compose import compose
-from jobs.forms import ComposeForm
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
+from jobs.compose.script import STOP_STATUS
 from jobs.models import Job, JobState
-from jobs.script import STOP_STATUS
 from tests.test_jobs_cluster import _follow, _submit
 
 HOME = pathlib.Path("/home/portaltest")

@@ -10,10 +10,10 @@ from django.core.exceptions import ValidationError
 from guidance.engine import DataKind
 from guidance.engine.data import archive_command, kind_from_name
 from guidance.models import JobEnvironment
-from jobs import data_path
-from jobs.compose import compose
-from jobs.forms import ComposeForm
-from jobs.remote import PathCheck
+from jobs.cluster.remote import PathCheck
+from jobs.compose import path_check as data_path
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
 
 BASE = {
     "cluster": "narval",

@@ -4,7 +4,7 @@ import shlex
 import time
 from datetime import datetime, timedelta
 
-from jobs.slurm import SlurmState, parse_sacct, parse_sbatch, sacct_argv
+from jobs.cluster.slurm import SlurmState, parse_sacct, parse_sbatch, sacct_argv
 
 
 def test_it_runs_a_job_over_ssh(devcluster):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobs.slurm import SlurmState, parse_sacct, sacct_argv
+from jobs.cluster.slurm import SlurmState, parse_sacct, sacct_argv
 
 RUNS = "devcluster-sites"  # in the test user's home
 RUN_DIR = f"{RUNS}/{uuid.uuid4().hex[:8]}"

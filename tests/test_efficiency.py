@@ -6,7 +6,8 @@ import pytest
 from django.utils import timezone
 
 from guidance.engine import sources
-from jobs.efficiency import (
+from guidance.engine.gpu_use import GpuUse
+from jobs.gpu.efficiency import (
     JobFacts,
     apply,
     gpu_uses,
@@ -15,7 +16,6 @@ from jobs.efficiency import (
     slurm_time,
     suggested_minutes,
 )
-from jobs.gpu_advice import GpuUse
 from jobs.models import GpuDevice, GpuSample, Job, JobState
 from tests.engine_helpers import cluster
 from tests.test_job_pages import _account

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.gateway import ClusterError, Gateway, fetch_host_key, gateway
-from jobs.keys import generate_keypair
+from jobs.cluster.gateway import ClusterError, Gateway, fetch_host_key, gateway
+from jobs.cluster.keys import generate_keypair
 from tests.sshd import Sshd, free_port, running_sshd_fixture, sshd_fixture  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
@@ -410,4 +410,4 @@ def test_only_the_gateway_imports_paramiko() -> None:
         if not {".venv", "node_modules", "bench"} & set(path.relative_to(REPO).parts)
         and re.search(r"^\s*(import|from)\s+paramiko\b", path.read_text(), re.MULTILINE)
     ]
-    assert importers == ["jobs/gateway.py"]
+    assert importers == ["jobs/cluster/gateway.py"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.gateway import Gateway, Login
+from jobs.cluster.gateway import Gateway, Login
 from tests.sshd import Sshd, running_sshd_fixture, sshd_fixture  # noqa: F401
 
 

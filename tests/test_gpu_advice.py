@@ -3,7 +3,7 @@
 import pytest
 
 from guidance.engine import sources
-from jobs.gpu_advice import GpuUse, advise, describe_seconds, gpus_needed, other_gpu_type
+from guidance.engine.gpu_use import GpuUse, advise, describe_seconds, gpus_needed, other_gpu_type
 from tests.engine_helpers import cluster
 
 WARMUP = 300

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobs import gpu_chart
+from jobs.gpu import chart as gpu_chart
 from jobs.models import Composition, Job, JobState, SampleFile
 from tests.test_compose_page import GOOD
 from tests.test_efficiency import add_samples, resnet_job

@@ -12,9 +12,10 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from guidance.models import Cluster
-from jobs import gpu_samples, keys, remote, tasks
-from jobs.gateway import ClusterError, ErrorKind, gateway
-from jobs.gpu_samples import Chunk, Gpu, Point, Read, Sample, Summary, Unavailable, parse, thin
+from jobs.cluster import keys, remote, tasks
+from jobs.cluster.gateway import ClusterError, ErrorKind, gateway
+from jobs.gpu import samples as gpu_samples
+from jobs.gpu.samples import Chunk, Gpu, Point, Read, Sample, Summary, Unavailable, parse, thin
 from jobs.models import ClusterAccount, GpuDevice, GpuSample, Job, JobState, JobTask, SampleFile
 
 T0 = 1_700_000_000.0
@@ -365,7 +366,7 @@ def test_it_reads_running_jobs_and_lately_ended_unfinished_ones(job: Job) -> Non
 
 
 def test_a_cluster_error_in_collect_does_not_break_the_poll(job, monkeypatch, caplog) -> None:
-    from jobs.remote import Snapshot
+    from jobs.cluster.remote import Snapshot
 
     monkeypatch.setattr(remote, "poll", lambda *args: Snapshot([], []))
 

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from guidance.models import Cluster
-from jobs import keys
+from jobs.cluster import keys
 from jobs.models import ClusterAccount, Job, JobState
 
 

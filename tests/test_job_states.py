@@ -10,10 +10,11 @@ import pytest
 from django.utils.html import escape
 
 from guidance.models import Cluster
-from jobs import gpu_samples, remote, tasks, tracking
+from jobs.cluster import remote, tasks, tracking
+from jobs.cluster.remote import Snapshot
+from jobs.cluster.slurm import SlurmState, parse_sacct, parse_squeue
+from jobs.gpu import samples as gpu_samples
 from jobs.models import STATE_EXPLANATIONS, ClusterAccount, Job, JobState
-from jobs.remote import Snapshot
-from jobs.slurm import SlurmState, parse_sacct, parse_squeue
 
 OUTPUT = Path(__file__).parent / "slurm_output"
 
@@ -184,7 +185,7 @@ def test_a_state_the_portal_does_not_know_is_not_shown_as_running(
         ),
         parse_sacct(captured("sacct_active.txt").replace("36|36|RUNNING|", "36|36|WARPED|")),
     )
-    with caplog.at_level(logging.WARNING, logger="jobs.tracking"):
+    with caplog.at_level(logging.WARNING, logger="jobs.cluster.tracking"):
         tasks.poll_clusters()
         tasks.poll_clusters()
     job.refresh_from_db()

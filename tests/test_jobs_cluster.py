@@ -17,8 +17,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from jobs import keys, remote, tasks
-from jobs.gateway import _command_line, gateway
+from jobs.cluster import keys, remote, tasks
+from jobs.cluster.gateway import _command_line, gateway
 from jobs.models import ClusterAccount, Job, JobState
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))

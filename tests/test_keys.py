@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from jobs.gateway import Gateway
-from jobs.keys import (
+from jobs.cluster.gateway import Gateway
+from jobs.cluster.keys import (
     DecryptionError,
     authorized_keys_line,
     decrypt,

@@ -1,9 +1,10 @@
 """GPU monitoring inside real Slurm jobs on the dev cluster, with the fake NVML.
 
-The jobs are scripts rendered by jobs/script.py, filled in by with_monitoring() as the portal does
-when it submits, and run as the test user (who cannot read /work: the fake NVML is copied to its
-home and named in the job's environment, before the monitoring block). The last test goes through
-the portal itself: its Celery tasks submit and poll over the real sshd, and the job page shows
+The jobs are scripts rendered by jobs/compose/script.py, filled in by with_monitoring() as the
+portal does when it submits, and run as the test user (who cannot read /work: the fake NVML is
+copied to its home and named in the job's environment, before the monitoring block). The last test
+goes through the portal itself: its Celery tasks submit and poll over the real sshd, and the job
+page shows
 what the sampler wrote. The time-limit test waits for Slurm to end a job of one minute: about 90 s.
 """
 
@@ -19,10 +20,10 @@ import pytest
 from django.core.management import call_command
 
 from guidance.engine import Placement
-from jobs import tasks
+from jobs.cluster import tasks
+from jobs.compose.script import MONITORING_START, ScriptSpec, render
+from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState, SampleFile
-from jobs.monitoring import with_monitoring
-from jobs.script import MONITORING_START, ScriptSpec, render
 
 FAKE_NVML = Path(__file__).resolve().parent / "fake_nvml" / "pynvml.py"
 FAKE_HOME_DIR = "portal-test-fake-nvml"  # in the test user's home

@@ -14,13 +14,13 @@ from types import SimpleNamespace
 import pytest
 
 from guidance.engine import Placement
-from jobs.monitoring import HEREDOC_END, monitoring_block, with_monitoring
-from jobs.sampler import portal_gpu_sampler as sampler
-from jobs.script import MONITORING_START, MONITORING_STOP, ScriptSpec, render
+from jobs.compose.script import MONITORING_START, MONITORING_STOP, ScriptSpec, render
+from jobs.gpu.monitoring import HEREDOC_END, monitoring_block, with_monitoring
+from jobs.gpu.sampler import portal_gpu_sampler as sampler
 from tests.services import service_missing
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLER = ROOT / "jobs" / "sampler" / "portal_gpu_sampler.py"
+SAMPLER = ROOT / "jobs" / "gpu" / "sampler" / "portal_gpu_sampler.py"
 FAKE_NVML = ROOT / "tests" / "fake_nvml"
 GPU0 = "GPU-00000000-0000-0000-0000-000000000000"
 GPU1 = "GPU-00000000-0000-0000-0000-000000000001"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from guidance.engine import Placement
-from jobs.compose import compose
-from jobs.forms import ComposeForm
-from jobs.seed import TEMPLATES
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
+from jobs.compose.site_templates import TEMPLATES
 
 EXPECTED = Path(__file__).parent / "expected_scripts"
 STORAGE = {  # name: (cluster, dataset GB, file count)

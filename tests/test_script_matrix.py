@@ -27,9 +27,9 @@ from django.core.management import call_command
 from django.db import transaction
 
 from guidance.engine import Placement
-from jobs.compose import compose
-from jobs.forms import ComposeForm
-from jobs.script import STOP_MARK, STOP_STATUS
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
+from jobs.compose.script import STOP_MARK, STOP_STATUS
 from tests.matrix_probe import digest
 from tests.services import service_missing
 

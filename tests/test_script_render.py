@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from guidance.engine import Placement
 from guidance.engine.shell import PATH_START
-from jobs.script import FORM_FIELDS, ScriptError, ScriptSpec, Stage, render
+from jobs.compose.script import FORM_FIELDS, ScriptError, ScriptSpec, Stage, render
 
 BENIGN = ScriptSpec(
     cluster="Narval",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.slurm import (
+from jobs.cluster.slurm import (
     NODES_ARGV,
     PARTITIONS_ARGV,
     SACCT_FIELDS,

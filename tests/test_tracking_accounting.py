@@ -7,10 +7,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from guidance.models import Cluster
-from jobs import tracking
+from jobs.cluster import tracking
+from jobs.cluster.remote import Snapshot
+from jobs.cluster.slurm import parse_sacct, parse_squeue
 from jobs.models import ClusterAccount, Job, JobState
-from jobs.remote import Snapshot
-from jobs.slurm import parse_sacct, parse_squeue
 
 OUTPUT = Path(__file__).parent / "slurm_output"
 

@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from guidance.models import Cluster, Policy
+from jobs.gpu.usage import JobUse, Period, figures_of, summarize
 from jobs.models import ClusterAccount, GpuDevice, Job, JobState, JobTask
-from jobs.usage import JobUse, Period, figures_of, summarize
 
 # A past day, far enough back that "today" in any time zone comes after it.
 DAY = datetime.now(UTC).date() - timedelta(days=10)

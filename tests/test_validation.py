@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from jobs import slurm
+from jobs.cluster import slurm
 from jobs.models import Composition, Job
 from tests.test_compose_page import GOOD
 

@@ -1,9 +1,10 @@
 """A FAKE of pynvml, used only by the tests (and bench/sampler_cpu.py): it touches no GPU.
 
-README: this is not NVIDIA's pynvml. It imitates the few calls jobs/sampler/portal_gpu_sampler.py
-makes, with the same names, return shapes and error classes, so that the sampler can be run as a
-real process (also inside real Slurm jobs on the dev cluster) with predictable figures. Put this
-directory on PYTHONPATH and set PORTAL_SAMPLER_NVML=pynvml to use it. Deterministic; configured by
+README: this is not NVIDIA's pynvml. It imitates the few calls
+jobs/gpu/sampler/portal_gpu_sampler.py makes, with the same names, return shapes and error classes,
+so that the sampler can be run as a real process (also inside real Slurm jobs on the dev cluster)
+with predictable figures. Put this directory on PYTHONPATH and set PORTAL_SAMPLER_NVML=pynvml to use
+it. Deterministic; configured by
 the environment when it is imported:
 
 - FAKE_NVML_UTILIZATION="30,0": each GPU's compute utilization in percent; the number of GPUs is

@@ -2,8 +2,9 @@
 
     docker/devcluster/devcluster up && .venv/bin/python tests/slurm_output/capture.py
 
-Submits a set of jobs as portaltest over ssh, with the commands jobs/slurm.py builds, and writes
-what squeue, sacct, scontrol and sinfo print. Takes about two minutes (a job has to time out).
+Submits a set of jobs as portaltest over ssh, with the commands jobs/cluster/slurm.py builds, and
+writes what squeue, sacct, scontrol and sinfo print. Takes about two minutes (a job has to time
+out).
 """
 
 import shlex
@@ -17,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
-from jobs.slurm import (  # noqa: E402
+from jobs.cluster.slurm import (  # noqa: E402
     NODES_ARGV,
     PARTITIONS_ARGV,
     parse_sacct,

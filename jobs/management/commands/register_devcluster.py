@@ -9,11 +9,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from guidance.models import Cluster, JobEnvironment, Policy, StorageTier
-from jobs import keys
-from jobs.gateway import ClusterError, fetch_host_key
-from jobs.importer import import_partitions
+from jobs.cluster import keys
+from jobs.cluster.gateway import ClusterError, fetch_host_key
+from jobs.cluster.importer import import_partitions
+from jobs.cluster.remote import login_for
 from jobs.models import ClusterAccount
-from jobs.remote import login_for
 
 SCRIPT = Path(settings.BASE_DIR) / "docker" / "devcluster" / "devcluster"
 DESCRIPTION = (

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from jobs import seed
+from jobs.compose import site_templates
 from jobs.models import SiteTemplate
 
 
@@ -11,7 +11,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         created = 0
-        for entry in seed.TEMPLATES:
+        for entry in site_templates.TEMPLATES:
             if not SiteTemplate.objects.filter(slug=entry["slug"]).exists():
                 template = SiteTemplate(**entry)
                 template._change_reason = "Loaded from the portal's seed templates"

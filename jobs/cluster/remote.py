@@ -1,5 +1,6 @@
 """What the portal does on a cluster. Every command goes through the gateway and every answer
-through the parsers in jobs.slurm; models come in, plain results go out, nothing is saved here."""
+through the parsers in jobs.cluster.slurm; models come in, plain results go out, nothing is saved
+here."""
 
 import shlex
 from dataclasses import dataclass
@@ -8,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from guidance.engine.shell import split_path
-from jobs import keys, slurm
-from jobs.gateway import ClusterError, ErrorKind, Login, gateway
+from jobs.cluster import keys, slurm
+from jobs.cluster.gateway import ClusterError, ErrorKind, Login, gateway
+from jobs.compose.script import STOP_MARK
+from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job
-from jobs.monitoring import with_monitoring
-from jobs.script import STOP_MARK
 
 TAG_PREFIX = "portal:"
 OUTPUT_CAP = 64 * 1024  # the tail of stdout or stderr a job page shows
@@ -102,7 +103,7 @@ def submit(job: Job, look_first: bool) -> str:
 
 def submitted_script(job: Job) -> str:
     """The job's script as Slurm gets it: with the GPU sampler between its monitoring markers
-    when it asks for GPUs (jobs.monitoring); the job keeps the text its owner composed."""
+    when it asks for GPUs (jobs.gpu.monitoring); the job keeps the text its owner composed."""
     return with_monitoring(job.script, job.job_dir, settings.SAMPLE_SECONDS)
 
 
@@ -208,7 +209,7 @@ STOP_TAIL_BYTES = 4096  # the stop line is among the script's last words
 
 
 def stop_line(job: Job) -> str:
-    """The one line in which the job's script said why it stopped itself (jobs.script's
+    """The one line in which the job's script said why it stopped itself (jobs.compose.script's
     portal_stop), or "" when it said none."""
     path = f"{job.job_dir}/slurm-{_newest_part(job)}.err"
     tail = gateway.read_tail(login_for(job.account), path, STOP_TAIL_BYTES)

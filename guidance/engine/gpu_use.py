@@ -1,5 +1,5 @@
 """What a job's GPU use says about the job: idle GPUs, use under the cluster's target, and the
-guidance's advice for both. Pure: the caller measures (jobs.efficiency reads the samples)."""
+guidance's advice for both. Pure: the caller measures (jobs.gpu.efficiency reads the samples)."""
 
 import math
 from collections.abc import Sequence

@@ -7,8 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from guidance.models import Cluster
-from jobs import importer, remote
-from jobs.gateway import ClusterError, fetch_host_key
+from jobs.cluster import importer, remote
+from jobs.cluster.gateway import ClusterError, fetch_host_key
 from jobs.models import ClusterAccount
 
 

@@ -1,6 +1,6 @@
 """GPU samples: what the sampler inside each GPU job writes, read while the job runs, and stored.
 
-The sampler (jobs/sampler/portal_gpu_sampler.py) appends JSON lines to one file per node,
+The sampler (jobs/gpu/sampler/portal_gpu_sampler.py) appends JSON lines to one file per node,
 `<job dir>/gpu-<label>.<node>.jsonl` in the login's home, where the label is the Slurm id, or
 `<array id>_<task>` for a part of an array. Each poll reads what each file gained since the last
 one, from the offset its SampleFile row keeps, over the login's one SFTP session: no command
@@ -23,8 +23,9 @@ from django.db import models, transaction
 from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
-from jobs import efficiency, remote
-from jobs.gateway import gateway
+from jobs.cluster import remote
+from jobs.cluster.gateway import gateway
+from jobs.gpu import efficiency
 from jobs.models import ClusterAccount, GpuDevice, GpuSample, Job, JobState, JobTask, SampleFile
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from guidance.models import Cluster
-from jobs.usage import Period, load, summarize
+from jobs.gpu.usage import Period, load, summarize
 
 DEFAULT_DAYS = 7
 MAX_DAYS = 366

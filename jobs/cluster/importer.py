@@ -4,8 +4,8 @@ annotate afterwards. Existing objects keep what admins wrote that Slurm does not
 from django.db import transaction
 
 from guidance.models import Cluster, GpuType, Partition
-from jobs import slurm
-from jobs.gateway import Login, gateway
+from jobs.cluster import slurm
+from jobs.cluster.gateway import Login, gateway
 
 # Slurm knows GPU types by name only; a new type starts from its card's usual memory.
 KNOWN_MEMORY_GB = {

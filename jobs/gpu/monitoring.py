@@ -1,11 +1,11 @@
 """GPU monitoring in a submitted script: the bash that runs the sampler on every node of the job.
 
-jobs/script.py leaves two marker lines (MONITORING_START, MONITORING_STOP) with nothing between
-them; a downloaded script keeps them empty, and the start marker itself tells its reader that the
-portal adds monitoring when it submits. with_monitoring() fills them in when the portal submits a
-job that asks for GPUs. The block writes jobs/sampler/portal_gpu_sampler.py into the job's
-directory, starts it once per node as an overlapping job step, and stops it from the script's exit
-trap, so its summary lines are written on a normal end, a cancel and a time limit alike (Slurm
+jobs/compose/script.py leaves two marker lines (MONITORING_START, MONITORING_STOP) with nothing
+between them; a downloaded script keeps them empty, and the start marker itself tells its reader
+that the portal adds monitoring when it submits. with_monitoring() fills them in when the portal
+submits a job that asks for GPUs. The block writes jobs/gpu/sampler/portal_gpu_sampler.py into the
+job's directory, starts it once per node as an overlapping job step, and stops it from the script's
+exit trap, so its summary lines are written on a normal end, a cancel and a time limit alike (Slurm
 also sends SIGTERM to the step itself on the last two). No Django here: pure text in, text out.
 """
 
@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path
 
-from jobs.script import MONITORING_START, MONITORING_STOP
+from jobs.compose.script import MONITORING_START, MONITORING_STOP
 
 SAMPLER = Path(__file__).resolve().parent / "sampler" / "portal_gpu_sampler.py"
 HEREDOC_END = "PORTAL_GPU_SAMPLER_PY"

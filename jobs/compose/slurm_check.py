@@ -6,8 +6,8 @@ request rather than through Celery; a cluster that does not answer is said so, n
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from jobs import remote, slurm
-from jobs.gateway import ClusterError
+from jobs.cluster import remote, slurm
+from jobs.cluster.gateway import ClusterError
 from jobs.models import ClusterAccount
 
 

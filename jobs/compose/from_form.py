@@ -5,8 +5,15 @@ from dataclasses import dataclass
 from guidance import engine
 from guidance.engine import Placement, Recommendation, TierKind
 from guidance.facts import cluster_facts
-from jobs.forms import ComposeForm
-from jobs.script import ScriptError, ScriptSpec, Stage, render, resource_options, time_seconds
+from jobs.compose.forms import ComposeForm
+from jobs.compose.script import (
+    ScriptError,
+    ScriptSpec,
+    Stage,
+    render,
+    resource_options,
+    time_seconds,
+)
 
 INTERACTIVE_MINUTES = 60  # 002: try the program for an hour in salloc before batch runs
 

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
+from jobs.cluster.remote import Snapshot
+from jobs.cluster.slurm import AccountedJob, QueuedJob, SlurmState
 from jobs.models import Job, JobState, JobTask
-from jobs.remote import Snapshot
-from jobs.slurm import AccountedJob, QueuedJob, SlurmState
 
 logger = logging.getLogger(__name__)
 

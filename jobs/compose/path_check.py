@@ -1,10 +1,10 @@
 """Checking a data path on the cluster on request: what is there, said against what the plan
-expects (jobs.remote.check_path does the looking)."""
+expects (jobs.cluster.remote.check_path does the looking)."""
 
 from guidance.engine import DataKind
 from guidance.engine.data import kind_from_name
 from guidance.models import Cluster
-from jobs.remote import PathCheck
+from jobs.cluster.remote import PathCheck
 
 MANY_FILES = 100_000  # the probe counts up to one more than this
 

@@ -1,4 +1,5 @@
-"""Celery tasks: thin, safe to run twice. They take primary keys, call jobs.remote, and save."""
+"""Celery tasks: thin, safe to run twice. They take primary keys, call jobs.cluster.remote, and
+save."""
 
 import logging
 from datetime import timedelta
@@ -7,10 +8,11 @@ from celery import shared_task
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from jobs import gpu_samples, remote, tracking
-from jobs.gateway import ClusterError
+from jobs.cluster import remote, tracking
+from jobs.cluster.gateway import ClusterError
+from jobs.compose.script import STOP_STATUS
+from jobs.gpu import samples
 from jobs.models import ClusterAccount, Job, JobState
-from jobs.script import STOP_STATUS
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +27,9 @@ SUBMIT_FIELDS = (
 )  # fmt: skip
 
 
-@shared_task(bind=True, max_retries=len(RETRY_DELAYS), acks_late=True)
+# Task names travel in broker messages and beat's schedule: they stay what they were before the
+# module moved, so that tasks queued by an older portal still run after an upgrade.
+@shared_task(name="jobs.tasks.submit_job", bind=True, max_retries=len(RETRY_DELAYS), acks_late=True)
 def submit_job(self, job_id: int) -> None:
     job = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS).get(pk=job_id)
     if job.state != JobState.SUBMITTING or job.slurm_id:
@@ -47,7 +51,7 @@ def submit_job(self, job_id: int) -> None:
         job.submitted_as(slurm_id)
 
 
-@shared_task
+@shared_task(name="jobs.tasks.poll_clusters")
 def poll_clusters() -> None:
     """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
     the new lines of their GPU sample files, over SFTP."""
@@ -65,7 +69,7 @@ def poll_clusters() -> None:
         # GPU samples are read with the states they belong to; failing to read them marks no
         # job stale (the states are fresh) and costs nothing but a retry next poll.
         try:
-            gpu_samples.collect(account, jobs)
+            samples.collect(account, jobs)
         except ClusterError as error:
             logger.warning("GPU samples of %s not read: %s", account, error.message)
         except Exception:
@@ -82,7 +86,7 @@ def _say_why_scripts_stopped(account: ClusterAccount) -> None:
     """A portal script that stopped itself (no data, a variable the site did not set) said why in
     one line of its stderr: that line becomes the job's message. One read per such job; a read
     that fails is tried again at the next poll, for as long as GPU samples are."""
-    since = timezone.now() - timedelta(seconds=gpu_samples.FINAL_READ_SECONDS)
+    since = timezone.now() - timedelta(seconds=samples.FINAL_READ_SECONDS)
     for job in account.jobs.filter(**_unexplained_stops(since)):
         try:
             line = remote.stop_line(job)
@@ -97,7 +101,7 @@ def _say_why_scripts_stopped(account: ClusterAccount) -> None:
 def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
     active = Q(jobs__state__in=JobState.active())
     # A job that ended lately may have its sampler's last lines still to read.
-    since = now - timedelta(seconds=gpu_samples.FINAL_READ_SECONDS)
+    since = now - timedelta(seconds=samples.FINAL_READ_SECONDS)
     unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
     return (
         ClusterAccount.objects.filter(

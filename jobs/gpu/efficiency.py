@@ -13,11 +13,7 @@ from django.utils import timezone
 
 from guidance import engine
 from guidance.engine import sources
-from guidance.engine.sources import Source
-from guidance.facts import cluster_facts
-from guidance.models import Policy
-from jobs import gpu_chart
-from jobs.gpu_advice import (
+from guidance.engine.gpu_use import (
     FEWER_GPUS,
     GpuAdvice,
     GpuUse,
@@ -29,6 +25,10 @@ from jobs.gpu_advice import (
     other_gpu_type,
     peak_memory_gb,
 )
+from guidance.engine.sources import Source
+from guidance.facts import cluster_facts
+from guidance.models import Policy
+from jobs.gpu import chart
 from jobs.models import GpuDevice, GpuSample, Job, JobState
 
 # A quarter more than the last run took: runs vary, and a job killed at its limit loses its work.
@@ -360,14 +360,14 @@ def gpu_panel(job: Job) -> GpuPanel:
     return GpuPanel(
         uses=tuple(uses),
         advice=advice,
-        chart=chart(job, uses),
+        chart=usage_chart(job, uses),
         notes=notes,
         warming_up=bool(job.started and not job.is_final and ran < settings.GPU_WARMUP_SECONDS),
         report=report(facts_of(job), uses, cluster) if final else None,
     )
 
 
-def chart(job: Job, uses: Sequence[GpuUse]) -> str:
+def usage_chart(job: Job, uses: Sequence[GpuUse]) -> str:
     """The chart of every sample of the job's GPUs (two queries), or "" before the first."""
     devices = list(GpuDevice.objects.filter(job=job))
     rows = GpuSample.objects.filter(device__job=job).order_by("device", "at")
@@ -384,18 +384,18 @@ def chart(job: Job, uses: Sequence[GpuUse]) -> str:
     for d in devices:
         use = by_key.get((d.task_id, d.node, d.index, d.name))
         series.append(
-            gpu_chart.Series(
+            chart.Series(
                 label=use.label if use else str(d),
                 name=d.name,
                 memory_total_mb=d.memory_total_mb,
                 mean=use.mean if use else None,
                 peak_memory_mb=use.peak_memory_mb if use else d.peak_memory_mb,
-                points=gpu_chart.downsample(
+                points=chart.downsample(
                     [
-                        gpu_chart.Point((at - start).total_seconds(), s, util, mem)
+                        chart.Point((at - start).total_seconds(), s, util, mem)
                         for at, s, util, mem in points[d.pk]
                     ]
                 ),
             )
         )
-    return gpu_chart.render(series, title=f"GPU use of {job.name}", duration=ran_seconds(job))
+    return chart.render(series, title=f"GPU use of {job.name}", duration=ran_seconds(job))

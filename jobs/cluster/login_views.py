@@ -9,8 +9,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from guidance.models import Cluster
-from jobs import keys, remote
-from jobs.gateway import ClusterError
+from jobs.cluster import keys, remote
+from jobs.cluster.gateway import ClusterError
 from jobs.models import ClusterAccount
 
 

@@ -9,7 +9,7 @@ from guidance.engine import DataKind, JobSpec
 from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.forms import AdviceForm
 from guidance.models import Cluster
-from jobs import script
+from jobs.compose import script
 
 NAME_RULE = (
     "Use letters, digits, '.', '_', '+' or '-' (no spaces), starting with a letter or digit."

@@ -1,0 +1,189 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from guidance.models import Cluster
+from jobs.cluster import remote
+from jobs.cluster.gateway import ClusterError
+from jobs.compose import path_check
+from jobs.compose.check_form import ScriptCheckForm
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose as compose_script
+from jobs.compose.slurm_check import validate
+from jobs.models import ClusterAccount, Composition, SiteTemplate
+from jobs.views import start_submission
+
+SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
+
+
+def _get_composition_for_user(request: HttpRequest, pk: int) -> Composition:
+    # Someone else's composition does not exist, as far as this user can tell.
+    return get_object_or_404(Composition, pk=pk, owner=request.user)
+
+
+def _starting_values(request: HttpRequest) -> dict:
+    """What a new composition starts from: a site template, one of the user's, or nothing."""
+    if slug := request.GET.get("template"):
+        return get_object_or_404(SiteTemplate, slug=slug, published=True).fields
+    if pk := request.GET.get("from"):
+        return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0).fields
+    return {}
+
+
+def _is_form_data(data: QueryDict) -> bool:
+    return "cluster" in data
+
+
+def _edited(text: str, generated: str) -> bool:
+    return text.replace("\r\n", "\n").strip() != generated.strip()
+
+
+def _download(name: str, text: str) -> HttpResponse:
+    response = HttpResponse(text.replace("\r\n", "\n"), content_type=SCRIPT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{name}.sbatch"'
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def compose(request: HttpRequest) -> HttpResponse:
+    data = request.POST if request.method == "POST" else request.GET
+    if _is_form_data(data):
+        form = ComposeForm(data)
+    else:
+        form = ComposeForm(initial=_starting_values(request))
+    composed = compose_script(form) if form.is_bound else None
+    script_text = data.get("script_text", "") if request.method == "POST" else ""
+    checked = None
+    # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
+    path_check = _path_check(request) if "check_path" in request.POST else None
+
+    if request.method == "POST" and composed and composed.script:
+        text = script_text or composed.script
+        if "download" in data:
+            return _download(form.cleaned_data["job_name"], text)
+        if {"save", "submit"} & set(data):
+            return _save(request, form, composed, text)
+        if "validate" in data:
+            checked = validate(request.user, form.cleaned_data["cluster"], text)
+            if request.htmx:
+                return render(request, "jobs/validation.html", {"validation": checked})
+
+    warnings = composed.recommendation.warnings if composed else ()
+    ctx = {
+        "form": form,
+        # Warnings about one field also show beside it (and update there through htmx).
+        "field_warnings": {name: [w for w in warnings if w.field == name] for name in form.fields},
+        "composed": composed,
+        "rec": composed.recommendation if composed else None,
+        "script_text": script_text,
+        "validation": checked,
+        "path_check": path_check,
+        "edited": bool(script_text and composed and _edited(script_text, composed.script)),
+        "site_templates": SiteTemplate.objects.filter(published=True),
+        "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
+    }
+    template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
+    return render(request, template, ctx, status=200)
+
+
+def _save(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
+    """Keeps the composition; "Save and submit" then queues it for the cluster."""
+    data = form.data
+    composition = Composition.objects.create(
+        owner=request.user,
+        name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
+        fields=_storable(form),
+        script=text.replace("\r\n", "\n"),
+        edited=_edited(text, composed.script),
+    )
+    if "submit" in data:
+        return start_submission(request, composition, form.cleaned_data["cluster"])
+    messages.success(request, f"Saved “{composition.name}”.")
+    return redirect(composition)
+
+
+def _storable(form: ComposeForm) -> dict:
+    """The form's values as the user typed them, to fill the form again later."""
+    return {name: form.data.get(name) for name in form.fields if name in form.data}
+
+
+@login_required
+@require_safe
+def compositions(request: HttpRequest) -> HttpResponse:
+    mine = Composition.objects.filter(owner=request.user)
+    return render(request, "jobs/compositions.html", {"compositions": mine})
+
+
+@login_required
+@require_safe
+def composition(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_composition_for_user(request, pk)
+    if "download" in request.GET:
+        return _download(obj.fields.get("job_name") or "job", obj.script)
+    return render(request, "jobs/composition.html", {"composition": obj})
+
+
+@login_required
+@require_POST
+def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
+    obj = _get_composition_for_user(request, pk)
+    if "submit" in request.POST:
+        cluster = Cluster.objects.filter(slug=obj.fields.get("cluster", "")).first()
+        if cluster is None:
+            messages.error(request, "This composition names no cluster the portal knows.")
+            return redirect(obj)
+        return start_submission(request, obj, cluster)
+    if "validate" in request.POST:
+        cluster = Cluster.objects.filter(slug=obj.fields.get("cluster", "")).first()
+        if cluster is None:
+            messages.error(request, "This composition names no cluster the portal knows.")
+            return redirect(obj)
+        checked = validate(request.user, cluster, obj.script)
+        return render(request, "jobs/composition.html", {"composition": obj, "validation": checked})
+    if "delete" in request.POST:
+        obj.delete()
+        messages.success(request, f"Deleted “{obj.name}”.")
+        return redirect("jobs:compositions")
+    obj.is_template = request.POST.get("is_template") == "on"
+    obj.save(update_fields=["is_template", "updated"])
+    return redirect(obj)
+
+
+@login_required
+@require_POST
+def check_path(request: HttpRequest) -> HttpResponse:
+    """The composer's "Check this path on the cluster", through htmx."""
+    return render(request, "jobs/path_check.html", _path_check(request))
+
+
+def _path_check(request: HttpRequest) -> dict:
+    """Looks at the data path on the cluster, through the user's own login, when asked."""
+    slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
+    cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
+    if cluster is None or not path:
+        return {"cluster": cluster, "problem": "Choose a cluster and enter a data path first."}
+    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    if account is None:
+        return {"cluster": cluster, "needs_login": True}
+    try:
+        found = remote.check_path(account, path, path_check.fallbacks(cluster, account.username))
+    except ClusterError as error:
+        return {"cluster": cluster, "problem": error.message}
+    ok, said = path_check.describe(found, cluster.name, request.POST.get("data_kind", ""))
+    return {"cluster": cluster, "ok": ok, "said": said}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def check(request: HttpRequest) -> HttpResponse:
+    result = None
+    if request.method == "POST":
+        form = ScriptCheckForm(request.POST, request.FILES)
+        if form.is_valid():
+            result = form.check()
+    else:
+        form = ScriptCheckForm(initial={"cluster": request.GET.get("cluster")})
+    return render(request, "jobs/check.html", {"form": form, "result": result})
