@@ -13,7 +13,6 @@ from jobs.gpu.efficiency import (
     gpu_uses,
     refresh_warning,
     report,
-    slurm_time,
     suggested_minutes,
 )
 from jobs.models import GpuDevice, GpuSample, Job, JobState
@@ -127,13 +126,6 @@ def test_apply_puts_the_values_in_the_composer_fields():
     suggestions = report(facts, [_gpu(0, 30.0), _gpu(1, 0.0)], cluster("narval")).suggestions
     fields = {"hours": "4", "gpu_count": "2", "job_name": "resnet"}
     assert apply(fields, suggestions) == {"hours": "1.25", "gpu_count": "1", "job_name": "resnet"}
-
-
-@pytest.mark.parametrize(
-    ("minutes", "text"), [(15, "0:15:00"), (90, "1:30:00"), (36 * 60, "1-12:00:00")]
-)
-def test_slurm_time(minutes, text):
-    assert slurm_time(minutes) == text
 
 
 # --- The database edge --------------------------------------------------------------------

@@ -17,6 +17,7 @@ from itertools import pairwise
 
 from guidance.engine import sources
 from guidance.engine.notes import describe_hours
+from guidance.engine.slurm_time import format_time, parse_seconds
 from guidance.engine.sources import Source
 from guidance.engine.types import Cluster, Note, Scheduler, StorageTier, TierKind
 
@@ -236,38 +237,14 @@ def _options(args: list[str], line: int) -> Iterator[Directive]:
         # A bare word would be taken for the script's name by sbatch: nothing to check.
 
 
-_TIME_FORMATS = (
-    re.compile(r"(?P<m>[0-9]{1,9})"),
-    re.compile(r"(?P<m>[0-9]{1,9}):(?P<s>[0-9]{1,9})"),
-    re.compile(r"(?P<h>[0-9]{1,9}):(?P<m>[0-9]{1,9}):(?P<s>[0-9]{1,9})"),
-    re.compile(
-        r"(?P<d>[0-9]{1,9})-(?:(?P<h>[0-9]{1,9})(?::(?P<m>[0-9]{1,9})(?::(?P<s>[0-9]{1,9}))?)?)?"
-    ),
-)
-
-
 def parse_time(value: str) -> float | None:
     """Slurm's --time in minutes, seconds rounded up as Slurm does; math.inf for no limit,
-    None when sbatch would not accept it.
-
-    Formats: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
-    days-hours:minutes:seconds. Slurm does not bound the fields: 90 and 1:90:00 are valid.
-    """
-    value = value.strip()
-    if value.casefold() in ("-1", "infinite", "unlimited"):
-        return math.inf
-    for pattern in _TIME_FORMATS:
-        match = pattern.fullmatch(value)
-        if match:
-            parts = {k: int(v) for k, v in match.groupdict().items() if v}
-            seconds = (
-                parts.get("d", 0) * 86400
-                + parts.get("h", 0) * 3600
-                + parts.get("m", 0) * 60
-                + parts.get("s", 0)
-            )
-            return math.ceil(seconds / 60)
-    return None
+    None when sbatch would not accept it."""
+    try:
+        seconds = parse_seconds(value)
+    except ValueError:
+        return None
+    return seconds if math.isinf(seconds) else math.ceil(seconds / 60)
 
 
 def _count(value: str) -> int | None:
@@ -716,7 +693,7 @@ def _check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | 
                 f"of {describe_hours(maximum)}: Slurm will not run it. Make the program save "
                 "checkpoints and resume from the latest one, and run the work as a chain of "
                 f"{describe_hours(chunk)} jobs, one after another: #SBATCH --array=1-{jobs}%1 "
-                f"with --time={_slurm_time(chunk)}.",
+                f"with --time={format_time(chunk * 3600)}.",
                 sources.SBATCH_ELEMENTS,
                 "time",
             )
@@ -726,11 +703,6 @@ def _check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | 
 
 def _describe_minutes(minutes: float) -> str:
     return "no time limit" if math.isinf(minutes) else describe_hours(minutes / 60)
-
-
-def _slurm_time(hours: float) -> str:
-    days, rest = divmod(round(hours * 60), 24 * 60)
-    return f"{days}-{rest // 60:02d}:{rest % 60:02d}"
 
 
 def _check_checkpoints(

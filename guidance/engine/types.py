@@ -6,6 +6,7 @@ Plain frozen dataclasses with no Django in sight; `guidance.facts` builds them f
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from guidance.engine.slurm_time import format_time
 from guidance.engine.sources import Source
 
 
@@ -273,9 +274,7 @@ class Resources:
     @property
     def time(self) -> str:
         """Slurm's D-HH:MM:SS."""
-        days, rest = divmod(self.minutes.value, 24 * 60)
-        hours, minutes = divmod(rest, 60)
-        return f"{days}-{hours:02d}:{minutes:02d}:00"
+        return format_time(self.minutes.value * 60, days=True)
 
     @property
     def mem(self) -> str:

@@ -9,11 +9,14 @@ The tests feed text captured from a real cluster (tests/slurm_output/).
 """
 
 import csv
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+
+from guidance.engine.slurm_time import parse_seconds
 
 # Slurm reads and prints times in the TZ of its caller; a cluster's zone is none of our business.
 IN_UTC = ["env", "TZ=UTC"]
@@ -96,10 +99,6 @@ _FINAL = frozenset(
 
 # Words Slurm prints where a value is absent or not known yet.
 _NO_VALUE = frozenset({"", "N/A", "NONE", "None", "(null)", "Unknown", "INVALID", "None assigned"})
-# [D-]HH:MM:SS, HH:MM:SS, MM:SS, each with optional fractions of a second (sacct's TotalCPU).
-_DURATION = re.compile(
-    r"(?:(?P<days>\d+)-)?(?:(?P<hours>\d+):)?(?P<minutes>\d+):(?P<seconds>\d+(?:\.\d+)?)"
-)
 
 
 def parse_duration(text: str) -> timedelta | None:
@@ -111,14 +110,16 @@ def parse_duration(text: str) -> timedelta | None:
     text = text.strip()
     if text in _NO_VALUE or text in {"UNLIMITED", "Partition_Limit"}:
         return None
-    match = _DURATION.fullmatch(text)
-    if not match:
-        # "1-02" (days-hours) is valid input to sbatch but never printed by these commands.
+    # squeue and sacct always print a clock: a bare number or D-HH is sbatch's input, not theirs.
+    if ":" not in text:
         raise SlurmParseError(f"not a Slurm duration: {text!r}")
-    days, hours, minutes, seconds = match.group("days", "hours", "minutes", "seconds")
-    return timedelta(
-        days=int(days or 0), hours=int(hours or 0), minutes=int(minutes), seconds=float(seconds)
-    )
+    try:
+        seconds = parse_seconds(text)
+    except ValueError as error:
+        raise SlurmParseError(str(error)) from None
+    if math.isinf(seconds):
+        return None
+    return timedelta(seconds=seconds)
 
 
 def duration_hours(text: str) -> float | None:

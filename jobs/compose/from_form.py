@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from guidance import engine
 from guidance.engine import Placement, Recommendation, TierKind
+from guidance.engine.slurm_time import format_time, parse_seconds
 from guidance.facts import cluster_facts
 from jobs.compose.forms import ComposeForm
 from jobs.compose.script import (
@@ -12,7 +13,6 @@ from jobs.compose.script import (
     Stage,
     render,
     resource_options,
-    time_seconds,
 )
 
 INTERACTIVE_MINUTES = 60  # 002: try the program for an hour in salloc before batch runs
@@ -112,5 +112,5 @@ def _stage(step: engine.types.Step) -> Stage:
 
 def salloc_line(spec: ScriptSpec) -> str:
     """The interactive allocation with the batch job's resources, for an hour at most (002)."""
-    minutes = min(time_seconds(spec.time) // 60, INTERACTIVE_MINUTES)
-    return " ".join(["salloc", *resource_options(spec, f"{minutes // 60}:{minutes % 60:02d}:00")])
+    seconds = min(parse_seconds(spec.time), INTERACTIVE_MINUTES * 60)
+    return " ".join(["salloc", *resource_options(spec, format_time(seconds))])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from guidance.engine import DataKind, Placement, PythonBuilder
 from guidance.engine.data import file_name
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME, shell_path, variable_of
+from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE, cleanup_command
 
 # Where Slurm reads a value literally: names, accounts, partitions, GPU types, modules.
@@ -164,17 +165,10 @@ def resource_options(spec: ScriptSpec, time: str) -> list[str]:
     ]
 
 
-def time_seconds(time: str) -> int:
-    """Seconds in Slurm's D-HH:MM:SS, as the engine writes a job's time."""
-    days, clock = time.split("-")
-    hours, minutes, seconds = (int(part) for part in clock.split(":"))
-    return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
-
-
 def warning_seconds(time: str) -> int:
     """When a checkpointing job hears USR1 before its limit: 300 s, or a quarter of a short limit
     (with 300 s of 5 minutes the signal would come at the start)."""
-    return max(10, min(WARNING_SECONDS, time_seconds(time) // 4))
+    return max(10, min(WARNING_SECONDS, int(parse_seconds(time)) // 4))
 
 
 def _header(spec: ScriptSpec) -> list[str]:

@@ -25,6 +25,7 @@ from guidance.engine.gpu_use import (
     other_gpu_type,
     peak_memory_gb,
 )
+from guidance.engine.slurm_time import format_time
 from guidance.engine.sources import Source
 from guidance.facts import cluster_facts
 from guidance.models import Policy
@@ -171,8 +172,8 @@ def _time(facts: JobFacts) -> Suggestion | None:
         return Suggestion(
             "hours",
             f"{minutes / 60:g}",
-            f"--time={slurm_time(minutes)} instead of {slurm_time(limit / 60)}",
-            f"It ran out of time after {slurm_time(limit / 60)}: ask for half as much again, "
+            f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
+            f"It ran out of time after {format_time(limit)}: ask for half as much again, "
             "or save checkpoints and resume in a chain of shorter jobs.",
             sources.LONG_RUNNING,
         )
@@ -182,25 +183,16 @@ def _time(facts: JobFacts) -> Suggestion | None:
     return Suggestion(
         "hours",
         f"{minutes / 60:g}",
-        f"--time={slurm_time(minutes)} instead of {slurm_time(limit / 60)}",
-        f"It ran {slurm_time(elapsed / 60, seconds=elapsed)} of the {slurm_time(limit / 60)} it "
-        f"asked for: {slurm_time(minutes)} leaves a quarter more than it took, and shorter jobs "
-        "are more likely to start sooner.",
+        f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
+        f"It ran {format_time(elapsed)} of the {format_time(limit)} it asked for: "
+        f"{format_time(minutes * 60)} leaves a quarter more than it took, and shorter jobs are "
+        "more likely to start sooner.",
         sources.CHECKPOINT_CHAIN,
     )
 
 
-def slurm_time(minutes: float, seconds: float | None = None) -> str:
-    """As --time reads it: H:MM:SS, or D-HH:MM:SS from a day on."""
-    total = round(seconds) if seconds is not None else round(minutes * 60)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    clock = f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
-    return f"{days}-{hours:02d}:{rest // 60:02d}:{rest % 60:02d}" if days else clock
-
-
 def clock(seconds: float | None) -> str:
-    return "" if seconds is None else slurm_time(0, seconds=seconds)
+    return "" if seconds is None else format_time(seconds)
 
 
 def apply(fields: dict, suggestions: Sequence[Suggestion]) -> dict:
