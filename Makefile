@@ -1,5 +1,6 @@
 # make run   set up .venv, migrate, load guidance data, create an admin, serve until Ctrl-C
 # make test  install the dev tools, lint, run every test (PYTEST_ARGS="-k auth" narrows it)
+# make test-fast  lint and the tests that need no service (dev cluster, Chromium, sshd, Redis)
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ PYTHON ?=
 DEVCLUSTER ?= 1
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --quiet
 
-.PHONY: venv dev run test lint format clean
+.PHONY: venv dev run test test-fast lint format clean
 
 venv: $(VENV)/.installed-runtime
 
@@ -45,15 +46,19 @@ run: venv
 	exec $(BIN)/python manage.py serve
 
 # The tests import the settings, which need SECRET_KEY unless DEBUG is true.
-test: dev
+test: lint
 	@sh scripts/install-test-deps
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
 	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The markers come from the fixtures a test uses (tests/conftest.py).
+test-fast: lint
+	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest -m "not cluster and not browser and not service" $(PYTEST_ARGS)
+
+# lint-imports checks the layering contracts in pyproject.toml.
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: dev
 	$(BIN)/ruff format .

@@ -5,6 +5,18 @@ from django.core.management import call_command
 
 from tests.devcluster import devcluster  # noqa: F401  (the local Slurm cluster, session-wide)
 
+# The service a test needs, known from the fixtures it uses; `make test-fast` leaves these out
+# (-m "not cluster and not browser and not service"). Test files that start Celery workers, Redis
+# clients or manage.py processes mark themselves `service`.
+MARKER_OF_FIXTURE = {"devcluster": "cluster", "browser": "browser", "sshd": "service"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in MARKER_OF_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
 
 @pytest.fixture
 def seeded(db):
@@ -13,11 +25,10 @@ def seeded(db):
 
 
 @pytest.fixture
-def local_login(request, seeded, user):
+def local_login(devcluster, seeded, user):  # noqa: F811  (the imported fixture)
     """The user's login on the dev cluster, registered as the cluster "local"."""
     from jobs.models import ClusterAccount
 
-    request.getfixturevalue("devcluster")  # up, or skipped with its reason
     call_command("register_devcluster", user.username, stdout=io.StringIO())
     return ClusterAccount.objects.get(owner=user, cluster__slug="local")
 

@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import redis
 
 from tests.processes import portal_env, python, start_python
 from tests.services import service_missing
+
+pytestmark = pytest.mark.service  # real Celery workers, one of them on Redis
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
 PING = (

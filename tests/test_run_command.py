@@ -15,6 +15,8 @@ import pytest
 
 from tests.processes import REPO, manage, portal_env, python, start_python
 
+pytestmark = pytest.mark.service  # the portal's own processes: manage.py, serve, a Celery worker
+
 AUTHENTICATE = (
     "import sys, django; django.setup(); "
     "from django.contrib.auth import authenticate; from django.contrib.auth.models import User; "
