@@ -21,7 +21,8 @@ from django.core.management import call_command
 
 from guidance.engine import Placement
 from jobs.cluster import tasks
-from jobs.compose.script import MONITORING_START, ScriptSpec, render
+from jobs.compose.script import MONITORING_START, render
+from jobs.compose.script_spec import ScriptSpec
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState, SampleFile
 

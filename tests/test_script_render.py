@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from guidance.engine import Placement
 from guidance.engine.shell import PATH_START
-from jobs.compose.script import FORM_FIELDS, ScriptError, ScriptSpec, Stage, render
+from jobs.compose.script import render
+from jobs.compose.script_spec import FORM_FIELDS, ScriptError, ScriptSpec, Stage
 
 BENIGN = ScriptSpec(
     cluster="Narval",

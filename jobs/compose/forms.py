@@ -9,7 +9,7 @@ from guidance.engine import DataKind, JobSpec
 from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.forms import AdviceForm
 from guidance.models import Cluster
-from jobs.compose import script
+from jobs.compose import script, script_spec
 
 NAME_RULE = (
     "Use letters, digits, '.', '_', '+' or '-' (no spaces), starting with a letter or digit."
@@ -26,7 +26,7 @@ def _name_field(label: str, **kw) -> forms.CharField:
         label=label,
         max_length=64,
         # RegexValidator searches: anchor the pattern so that the whole value must match.
-        validators=[RegexValidator(rf"\A{script.NAME.pattern}\Z", NAME_RULE)],
+        validators=[RegexValidator(rf"\A{script_spec.NAME.pattern}\Z", NAME_RULE)],
         **kw,
     )
 

@@ -7,13 +7,8 @@ from guidance.engine import Placement, Recommendation, TierKind
 from guidance.engine.slurm_time import format_time, parse_seconds
 from guidance.facts import cluster_facts
 from jobs.compose.forms import ComposeForm
-from jobs.compose.script import (
-    ScriptError,
-    ScriptSpec,
-    Stage,
-    render,
-    resource_options,
-)
+from jobs.compose.script import render, resource_options
+from jobs.compose.script_spec import ScriptError, ScriptSpec, Stage
 
 INTERACTIVE_MINUTES = 60  # 002: try the program for an hour in salloc before batch runs
 
