@@ -1,0 +1,31 @@
+"""Check my script: read a pasted sbatch script the way sbatch does and apply a cluster's guidance.
+
+Pure Python like the rest of the engine, and it never raises: whatever the text, the answer is a
+`ScriptCheck` with the notes and the #SBATCH options sbatch would read.
+
+What is certain (how sbatch reads #SBATCH lines, Slurm's time formats) follows Slurm exactly.
+What a script *does* is guessed from its words, and each guess is written down where it is made:
+a note is only raised when the script shows the problem, so a quiet answer is no guarantee.
+"""
+
+from guidance.engine.script_check.check import MAX_CHARS, ScriptCheck, check_script
+from guidance.engine.script_check.parse import (
+    Directive,
+    Script,
+    gpu_request,
+    gres_gpus,
+    parse_script,
+    parse_time,
+)
+
+__all__ = [
+    "MAX_CHARS",
+    "Directive",
+    "Script",
+    "ScriptCheck",
+    "check_script",
+    "gpu_request",
+    "gres_gpus",
+    "parse_script",
+    "parse_time",
+]

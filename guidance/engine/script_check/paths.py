@@ -1,0 +1,63 @@
+"""Where a path is: node-local or network storage, by the cluster's published tiers."""
+
+from dataclasses import dataclass
+
+from guidance.engine.script_check.shell_lines import normal_path
+from guidance.engine.types import Cluster, StorageTier, TierKind
+
+LOCAL_KINDS = (TierKind.NODE_LOCAL, TierKind.MEMORY)
+NETWORK_KINDS = (TierKind.HOME, TierKind.SCRATCH, TierKind.PROJECT, TierKind.NEARLINE)
+# Other spellings of a network tier that users write, counted only where the cluster publishes
+# a tier of that kind: on the processing cluster $SCRATCH is the node's own SSD, not this.
+ALIASES = {
+    TierKind.HOME: ("$HOME", "/home"),
+    TierKind.SCRATCH: ("/scratch", "$SCRATCH", "$HOME/scratch"),
+    TierKind.PROJECT: ("/project", "$PROJECT", "$HOME/projects"),
+    TierKind.NEARLINE: ("/nearline", "$NEARLINE", "$HOME/nearline"),
+}
+# On the node whatever the cluster publishes: the job's temporary directories and RAM disks.
+ALWAYS_LOCAL = ("$SLURM_TMPDIR", "$TMPDIR", "/tmp", "/dev/shm", "/localscratch")
+
+
+@dataclass(frozen=True)
+class Place:
+    prefix: str
+    local: bool
+    tier: StorageTier | None
+    alias: bool
+
+
+def _tier_prefix(path: str) -> str | None:
+    """The fixed start of a tier's path: /scratch/$USER -> /scratch, $HOME/projects/def-$X ->
+    $HOME/projects; a leading variable such as $SLURM_TMPDIR stays."""
+    parts = normal_path(path.strip()).split("/")
+    kept = parts[:1]
+    for part in parts[1:]:
+        if "$" in part or "<" in part:
+            break
+        kept.append(part)
+    prefix = "/".join(kept)
+    return prefix if prefix not in ("", "/") else None
+
+
+def storage_places(cluster: Cluster) -> list[Place]:
+    places = []
+    for tier in cluster.storage_tiers:
+        local = tier.kind in LOCAL_KINDS
+        prefix = _tier_prefix(tier.path)
+        if prefix:
+            places.append(Place(prefix, local, tier, alias=False))
+        if tier.kind in NETWORK_KINDS:
+            places += [Place(a, False, tier, alias=True) for a in ALIASES[tier.kind]]
+    places += [Place(p, True, None, alias=True) for p in ALWAYS_LOCAL]
+    # The longest prefix decides; at equal length the cluster's own path beats a usual spelling.
+    return sorted(places, key=lambda p: (-len(p.prefix), p.alias))
+
+
+def place_of(path: str, places: list[Place]) -> Place | None:
+    for place in places:
+        if path.startswith(place.prefix):
+            rest = path[len(place.prefix) :]
+            if not rest or not (rest[0].isalnum() or rest[0] == "_"):
+                return place
+    return None

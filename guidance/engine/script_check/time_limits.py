@@ -1,0 +1,100 @@
+"""The job's --time: one Slurm can read, within the cluster's maximum, and checkpoints when long."""
+
+import math
+import re
+
+from guidance.engine import sources
+from guidance.engine.notes import describe_hours
+from guidance.engine.script_check.parse import Script, parse_time
+from guidance.engine.slurm_time import format_time
+from guidance.engine.types import Cluster, Note
+
+# Signs that the work resumes where it stopped; comments do not count.
+CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|resume|restart|requeue|dmtcp", re.IGNORECASE)
+
+
+def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | None:
+    """The job's time limit in minutes, when the script gives a valid one."""
+    value = script.option("time")
+    if value is None:
+        defaults = {p.default_hours for p in cluster.partitions}
+        default = (
+            f" ({describe_hours(defaults.pop())} on {cluster.name})" if len(defaults) == 1 else ""
+        )
+        notes.append(
+            Note(
+                "missing_time",
+                "No --time: Slurm then gives the job the partition's default time limit"
+                f"{default}, often too short to finish, or its maximum, which keeps the job "
+                "waiting longer in the queue. Ask for the time the job needs plus a margin, "
+                "e.g. #SBATCH --time=0-03:00.",
+                sources.SBATCH_ELEMENTS,
+                "time",
+            )
+        )
+        return None
+    minutes = parse_time(value)
+    if minutes is None:
+        notes.append(
+            Note(
+                "bad_time",
+                f"sbatch cannot read --time={value}. Write minutes, MM:SS, HH:MM:SS, D-HH, "
+                "D-HH:MM or D-HH:MM:SS, e.g. --time=0-03:00 for three hours.",
+                sources.SBATCH_TIME,
+                "time",
+            )
+        )
+        return None
+    maximum = cluster.max_hours
+    if maximum and minutes > maximum * 60:
+        chunk = min(cluster.policy.checkpoint_chunk_hours, maximum) or maximum
+        asked = _describe_minutes(minutes)
+        jobs = "N" if math.isinf(minutes) else str(math.ceil(minutes / (chunk * 60)))
+        notes.append(
+            Note(
+                "over_max_duration",
+                f"--time={value} asks for {asked}, over {cluster.name}'s maximum job duration "
+                f"of {describe_hours(maximum)}: Slurm will not run it. Make the program save "
+                "checkpoints and resume from the latest one, and run the work as a chain of "
+                f"{describe_hours(chunk)} jobs, one after another: #SBATCH --array=1-{jobs}%1 "
+                f"with --time={format_time(chunk * 3600)}.",
+                sources.SBATCH_ELEMENTS,
+                "time",
+            )
+        )
+    return minutes
+
+
+def _describe_minutes(minutes: float) -> str:
+    return "no time limit" if math.isinf(minutes) else describe_hours(minutes / 60)
+
+
+def check_checkpoints(
+    script: Script, cluster: Cluster, minutes: float | None, notes: list[Note]
+) -> None:
+    chunk = cluster.policy.checkpoint_chunk_hours
+    if minutes is None or minutes <= chunk * 60:
+        return
+    if any(n.code == "over_max_duration" for n in notes):
+        return  # that note already asks for checkpoints and a chain
+    array = script.option("array") or ""
+    signs = (
+        array.endswith("%1")
+        or script.has("requeue", "signal")
+        or any(CHECKPOINT_WORDS.search(c) for c in script.commands)
+    )
+    if signs:
+        return
+    notes.append(
+        Note(
+            "long_without_checkpoints",
+            f"The job runs up to {_describe_minutes(minutes)}, longer than "
+            f"{describe_hours(chunk)}, and the script shows no checkpoint or resume logic: an "
+            "outage or the time limit would lose all the work. Save checkpoints, resume from "
+            f"the latest one, and run {describe_hours(chunk)} jobs as a chain "
+            "(#SBATCH --array=1-N%1); shorter jobs also start sooner. If the program already "
+            "resumes by itself, this is fine.",
+            sources.LONG_RUNNING,
+            "time",
+        )
+    )
