@@ -74,7 +74,7 @@ def main() -> None:
 
     from jobs.cluster import remote
     from jobs.cluster.gateway import gateway
-    from jobs.gpu import samples as gpu_samples
+    from jobs.gpu import sample_files
     from jobs.models import GpuSample, Job, JobState
 
     login = remote.login_for(account)
@@ -104,7 +104,7 @@ def main() -> None:
         rows_before = GpuSample.objects.count()
         with CountingCommands(gateway) as commands, CountingRequests(gateway, login) as requests:
             began = time.perf_counter()
-            collected = gpu_samples.collect(account, jobs)
+            collected = sample_files.collect(account, jobs)
             wall = time.perf_counter() - began
         rows = GpuSample.objects.count() - rows_before
         print(
@@ -115,7 +115,7 @@ def main() -> None:
 
     print(f"{JOBS} running jobs, 2 GPUs each, {LINES_PER_CYCLE} new lines per file per cycle "
           f"({connection.vendor})")  # fmt: skip
-    gpu_samples.collect(account, [])  # warm: code loaded
+    sample_files.collect(account, [])  # warm: code loaded
     gateway.connect(login)
     grow(0)
     cycle("first read (new files)")

@@ -60,7 +60,7 @@ def import_partitions(request: HttpRequest, pk: int) -> HttpResponse:
         )
         return redirect(change_url)
     try:
-        found = importer.read_partitions(remote.login_for(account))
+        found = remote.read_partitions(remote.login_for(account))
     except ClusterError as error:
         messages.error(request, f"Could not read the partitions: {error.message}")
         return redirect(change_url)

@@ -4,8 +4,8 @@ annotate afterwards. Existing objects keep what admins wrote that Slurm does not
 from django.db import transaction
 
 from guidance.models import Cluster, GpuType, Partition
-from jobs.cluster import slurm
-from jobs.cluster.gateway import Login, gateway
+from jobs.cluster import remote, slurm
+from jobs.cluster.gateway import Login
 
 # Slurm knows GPU types by name only; a new type starts from its card's usual memory.
 KNOWN_MEMORY_GB = {
@@ -16,15 +16,8 @@ UNKNOWN_MEMORY_GB = 16
 NOTE = "Imported from Slurm (scontrol show partition, sinfo)."
 
 
-def read_partitions(login: Login) -> list[slurm.GpuPartition]:
-    """The cluster's GPU partitions as Slurm describes them: two commands, nothing saved."""
-    partitions = slurm.parse_partitions(gateway.run(login, slurm.PARTITIONS_ARGV).stdout)
-    nodes = slurm.parse_nodes(gateway.run(login, slurm.NODES_ARGV).stdout)
-    return slurm.gpu_partitions(partitions, nodes)
-
-
 def import_partitions(cluster: Cluster, login: Login) -> list[Partition]:
-    return save_partitions(cluster, read_partitions(login))
+    return save_partitions(cluster, remote.read_partitions(login))
 
 
 def save_partitions(

@@ -57,6 +57,13 @@ def test_connection(account: ClusterAccount) -> str:
     return result.stdout.strip()
 
 
+def read_partitions(login: Login) -> list[slurm.GpuPartition]:
+    """The cluster's GPU partitions as Slurm describes them: two commands, nothing saved."""
+    partitions = slurm.parse_partitions(gateway.run(login, slurm.PARTITIONS_ARGV).stdout)
+    nodes = slurm.parse_nodes(gateway.run(login, slurm.NODES_ARGV).stdout)
+    return slurm.gpu_partitions(partitions, nodes)
+
+
 def tag(job: Job) -> str:
     return f"{TAG_PREFIX}{job.tag}"
 
@@ -203,6 +210,20 @@ def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) ->
     if what == "unset":
         return PathCheck("", what, variable=number)
     return PathCheck(lines[0], what, int(number) if number.isdigit() else None)
+
+
+def list_folder(login: Login, path: str) -> dict[str, int]:
+    """The names in one of the login's folders, with their sizes; {} when it is not there."""
+    return gateway.list_dir(login, path)
+
+
+def read_from_offsets(
+    login: Login, wanted: list[tuple[str, int]], max_bytes: int
+) -> list[tuple[bytes, int]]:
+    """What each (path, offset) holds past its offset, at most `max_bytes`, and the offset to ask
+    for next time: no command, one SFTP session. A missing file gives b""; one now shorter than
+    its offset (replaced) is read from 0 again."""
+    return gateway.read_many(login, wanted, max_bytes)
 
 
 STOP_TAIL_BYTES = 4096  # the stop line is among the script's last words

@@ -11,7 +11,7 @@ from django.utils import timezone
 from jobs.cluster import remote, tracking
 from jobs.cluster.gateway import ClusterError
 from jobs.compose.script import STOP_STATUS
-from jobs.gpu import samples
+from jobs.gpu import sample_files
 from jobs.models import ClusterAccount, Job, JobState
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def poll_clusters() -> None:
         # GPU samples are read with the states they belong to; failing to read them marks no
         # job stale (the states are fresh) and costs nothing but a retry next poll.
         try:
-            samples.collect(account, jobs)
+            sample_files.collect(account, jobs)
         except ClusterError as error:
             logger.warning("GPU samples of %s not read: %s", account, error.message)
         except Exception:
@@ -86,7 +86,7 @@ def _say_why_scripts_stopped(account: ClusterAccount) -> None:
     """A portal script that stopped itself (no data, a variable the site did not set) said why in
     one line of its stderr: that line becomes the job's message. One read per such job; a read
     that fails is tried again at the next poll, for as long as GPU samples are."""
-    since = timezone.now() - timedelta(seconds=samples.FINAL_READ_SECONDS)
+    since = timezone.now() - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
     for job in account.jobs.filter(**_unexplained_stops(since)):
         try:
             line = remote.stop_line(job)
@@ -101,7 +101,7 @@ def _say_why_scripts_stopped(account: ClusterAccount) -> None:
 def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
     active = Q(jobs__state__in=JobState.active())
     # A job that ended lately may have its sampler's last lines still to read.
-    since = now - timedelta(seconds=samples.FINAL_READ_SECONDS)
+    since = now - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
     unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
     return (
         ClusterAccount.objects.filter(
