@@ -1,4 +1,6 @@
-"""What users keep: compositions (a form's values and the script text), and admins' templates."""
+"""What the jobs app keeps: site templates and users' compositions, each user's login on each
+cluster, jobs with their array tasks and events, and the GPU samples read from them. State lives
+here with its transitions; nothing here talks to a cluster."""
 
 import uuid
 

@@ -1,3 +1,6 @@
+"""The composer's pages: compose with live advice and preview, download or save and submit;
+saved compositions; "check this path" on the cluster; and "Check my script" for a pasted one."""
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, QueryDict

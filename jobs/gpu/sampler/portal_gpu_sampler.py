@@ -15,7 +15,9 @@ name), flushed line by line, so a reader sees at most one partial last line:
 It reads NVML through the `pynvml` module (PORTAL_SAMPLER_NVML names another module: the tests'
 fake), else `nvidia-smi`. It must never make the job fail: every error ends in exit status 0, it
 writes nothing to stdout and at most one line to stderr. Standalone, standard library only, and
-Python 3.8 or newer: compute nodes have old Pythons. The portal copies this file into each job.
+Python 3.8 or newer: compute nodes have old Pythons. The portal copies this file into each job
+as it is (jobs/gpu/monitoring.py), which is why it is one module of over 500 lines: it has no
+siblings to import on a compute node.
 """
 
 from __future__ import annotations
