@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from guidance.models import Cluster
 from jobs.cluster import keys, remote, tasks
-from jobs.cluster.gateway import ClusterError, ErrorKind, gateway
+from jobs.cluster.errors import ClusterError, ErrorKind
+from jobs.cluster.gateway import gateway
 from jobs.gpu import samples as gpu_samples
 from jobs.gpu.samples import Chunk, Gpu, Point, Read, Sample, Summary, Unavailable, parse, thin
 from jobs.models import ClusterAccount, GpuDevice, GpuSample, Job, JobState, JobTask, SampleFile

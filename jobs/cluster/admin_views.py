@@ -8,7 +8,8 @@ from django.views.decorators.http import require_http_methods
 
 from guidance.models import Cluster
 from jobs.cluster import importer, remote
-from jobs.cluster.gateway import ClusterError, fetch_host_key
+from jobs.cluster.errors import ClusterError
+from jobs.cluster.gateway import fetch_host_key
 from jobs.models import ClusterAccount
 
 

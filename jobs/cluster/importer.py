@@ -5,7 +5,8 @@ from django.db import transaction
 
 from guidance.models import Cluster, GpuType, Partition
 from jobs.cluster import slurm
-from jobs.cluster.gateway import Login, gateway
+from jobs.cluster.gateway import gateway
+from jobs.cluster.login import Login
 
 # Slurm knows GPU types by name only; a new type starts from its card's usual memory.
 KNOWN_MEMORY_GB = {

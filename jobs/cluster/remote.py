@@ -10,7 +10,9 @@ from django.conf import settings
 
 from guidance.engine.shell import split_path
 from jobs.cluster import keys, slurm
-from jobs.cluster.gateway import ClusterError, ErrorKind, Login, gateway
+from jobs.cluster.errors import ClusterError, ErrorKind
+from jobs.cluster.gateway import gateway
+from jobs.cluster.login import Login
 from jobs.compose.script import STOP_MARK
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job

@@ -10,7 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from guidance.models import Cluster, JobEnvironment, Policy, StorageTier
 from jobs.cluster import keys
-from jobs.cluster.gateway import ClusterError, fetch_host_key
+from jobs.cluster.errors import ClusterError
+from jobs.cluster.gateway import fetch_host_key
 from jobs.cluster.importer import import_partitions
 from jobs.cluster.remote import login_for
 from jobs.models import ClusterAccount
