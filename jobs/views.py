@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from jobs.cluster import remote, tasks
-from jobs.cluster.gateway import ClusterError
+from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose as compose_script
 from jobs.gpu import efficiency

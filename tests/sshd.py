@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cluster.gateway import Login
 from jobs.cluster.keys import KeyPair, authorized_keys_line, generate_keypair
+from jobs.cluster.login import Login
 from tests.services import service_missing
 
 SSHD = Path("/usr/sbin/sshd")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cluster.gateway import ClusterError, Gateway, fetch_host_key, gateway
+from jobs.cluster.errors import ClusterError
+from jobs.cluster.gateway import Gateway, fetch_host_key, gateway
 from jobs.cluster.keys import generate_keypair
 from tests.sshd import Sshd, free_port, running_sshd_fixture, sshd_fixture  # noqa: F401
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cluster.gateway import Gateway, Login
+from jobs.cluster.gateway import Gateway
+from jobs.cluster.login import Login
 from tests.sshd import Sshd, running_sshd_fixture, sshd_fixture  # noqa: F401
 
 

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from guidance.models import Cluster
 from jobs.cluster import keys, remote, tasks
-from jobs.cluster.gateway import ClusterError, ErrorKind, gateway
+from jobs.cluster.errors import ClusterError, ErrorKind
+from jobs.cluster.gateway import gateway
 from jobs.gpu import sample_files, sample_store
 from jobs.gpu.sample_lines import parse
 from jobs.gpu.sample_store import Read

@@ -18,7 +18,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from jobs.cluster import keys, remote, tasks
-from jobs.cluster.gateway import _command_line, gateway
+from jobs.cluster.command_line import command_line
+from jobs.cluster.gateway import gateway
 from jobs.models import ClusterAccount, Job, JobState
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
@@ -172,7 +173,7 @@ def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(ac
 def test_without_sbatch_on_the_path_the_submission_says_so(tmp_path):
     # The remote command line as the gateway sends it, run by a shell whose PATH has no sbatch.
     (tmp_path / "portal-jobs" / "t").mkdir(parents=True)
-    line = _command_line(f"set -- portal-jobs/t portal:x; {remote.SUBMIT}", with_stdin=True)
+    line = command_line(f"set -- portal-jobs/t portal:x; {remote.SUBMIT}", with_stdin=True)
     result = subprocess.run(
         ["/bin/sh", "-c", line],
         input="#!/bin/bash\ntrue\n",

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from guidance.models import Cluster
 from jobs.cluster import importer, remote
-from jobs.cluster.gateway import ClusterError, fetch_host_key
+from jobs.cluster.errors import ClusterError
 from jobs.models import ClusterAccount
 
 
@@ -22,7 +22,7 @@ def host_key(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, "Set the cluster's login host first.")
         return redirect(change_url)
     try:
-        presented = fetch_host_key(cluster.login_host, cluster.login_port)
+        presented = remote.host_key(cluster.login_host, cluster.login_port)
     except ClusterError as error:
         messages.error(request, f"Could not read the host key: {error.message}")
         return redirect(change_url)

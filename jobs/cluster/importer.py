@@ -5,7 +5,7 @@ from django.db import transaction
 
 from guidance.models import Cluster, GpuType, Partition
 from jobs.cluster import remote, slurm
-from jobs.cluster.gateway import Login
+from jobs.cluster.login import Login
 
 # Slurm knows GPU types by name only; a new type starts from its card's usual memory.
 KNOWN_MEMORY_GB = {

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from guidance.models import Cluster
 from jobs.cluster import keys, remote
-from jobs.cluster.gateway import ClusterError
+from jobs.cluster.errors import ClusterError
 from jobs.models import ClusterAccount
 
 

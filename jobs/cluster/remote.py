@@ -1,6 +1,6 @@
-"""What the portal does on a cluster. Every command goes through the gateway and every answer
-through the parsers in jobs.cluster.slurm; models come in, plain results go out, nothing is saved
-here."""
+"""What the portal does on a cluster: the one module through which every command, file read and
+host-key fetch goes to the gateway, and every answer through the parsers in jobs.cluster.slurm.
+Models come in, plain results go out, nothing is saved here."""
 
 import shlex
 from dataclasses import dataclass
@@ -10,7 +10,9 @@ from django.conf import settings
 
 from guidance.engine.shell import split_path
 from jobs.cluster import keys, slurm
-from jobs.cluster.gateway import ClusterError, ErrorKind, Login, gateway
+from jobs.cluster.errors import ClusterError, ErrorKind
+from jobs.cluster.gateway import fetch_host_key, gateway
+from jobs.cluster.login import HostKey, Login
 from jobs.compose.script import STOP_MARK
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job
@@ -33,6 +35,11 @@ class Snapshot:
 
     queue: list
     accounting: list
+
+
+def host_key(host: str, port: int) -> HostKey:
+    """The key a login host presents, for an admin to compare and pin: nothing is trusted yet."""
+    return fetch_host_key(host, port)
 
 
 def login_for(account: ClusterAccount) -> Login:

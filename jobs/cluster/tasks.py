@@ -9,7 +9,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from jobs.cluster import remote, tracking
-from jobs.cluster.gateway import ClusterError
+from jobs.cluster.errors import ClusterError
 from jobs.compose.script import STOP_STATUS
 from jobs.gpu import sample_files
 from jobs.models import ClusterAccount, Job, JobState

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from jobs.cluster import remote, slurm
-from jobs.cluster.gateway import ClusterError
+from jobs.cluster.errors import ClusterError
 from jobs.models import ClusterAccount
 
 

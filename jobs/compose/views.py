@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from guidance.models import Cluster
 from jobs.cluster import remote
-from jobs.cluster.gateway import ClusterError
+from jobs.cluster.errors import ClusterError
 from jobs.compose import path_check
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.forms import ComposeForm

@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from guidance.models import Cluster, JobEnvironment, Policy, StorageTier
 from jobs.cluster import keys
-from jobs.cluster.gateway import ClusterError, fetch_host_key
+from jobs.cluster.errors import ClusterError
 from jobs.cluster.importer import import_partitions
-from jobs.cluster.remote import login_for
+from jobs.cluster.remote import host_key, login_for
 from jobs.models import ClusterAccount
 
 SCRIPT = Path(settings.BASE_DIR) / "docker" / "devcluster" / "devcluster"
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         env = devcluster_env()
         host, port = env["DEVCLUSTER_HOST"], int(env["DEVCLUSTER_PORT"])
         try:
-            presented = fetch_host_key(host, port)
+            presented = host_key(host, port)
         except ClusterError as error:
             raise CommandError(error.message) from None
         if presented.line.split()[:2] != env["DEVCLUSTER_HOST_KEY"].split()[:2]:
