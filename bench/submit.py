@@ -1,6 +1,6 @@
-"""A portal submission (the Celery task's work, in-process) against a bare paramiko `sbatch` on
-an open connection, on the local cluster: medians over N runs, and their ratio. Twice: a job
-without GPUs, and a GPU job, which the portal sends with its GPU sampler (about 20 kB) filled in
+"""A portal submission (the Celery task's work, in-process) against a bare paramiko `sbatch` in a
+channel of an open connection, on the local cluster: medians over N runs, and their ratio. Twice: a
+job without GPUs, and a GPU job, which the portal sends with its GPU sampler (about 20 kB) filled in
 while the baseline sends the script as composed.
 Usage: .venv/bin/python bench/submit.py [N]
 """
@@ -15,35 +15,27 @@ RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 SCRIPT = "#!/bin/bash\n#SBATCH --hold\n#SBATCH --output=portal-jobs/bench/slurm-%j.out\ntrue\n"
 
 
-def _bare_client(login):
-    """The baseline: plain paramiko on an open connection, TCP_NODELAY set, host key pinned."""
-    import io
-    import socket
+def _bare_transport(login):
+    """The baseline's own open connection: a gateway of its own (TCP_NODELAY set, host key
+    pinned), whose paramiko transport the baseline then drives by hand."""
+    from jobs.cluster.gateway import Gateway
 
-    import paramiko
+    bare = Gateway()
+    bare.connect(login)
+    (connection,) = bare._pool.values()
+    return connection.transport
 
-    sock = socket.create_connection((login.host, login.port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    client = paramiko.SSHClient()
-    key_type, key_data = login.host_key.split()[:2]
-    host = f"[{login.host}]:{login.port}"
-    client.get_host_keys().add(
-        host,
-        key_type,
-        paramiko.PKey.from_type_string(key_type, __import__("base64").b64decode(key_data)),
-    )
-    client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    pkey = paramiko.Ed25519Key.from_private_key(io.StringIO(login.private_key))
-    client.connect(
-        login.host,
-        login.port,
-        login.username,
-        pkey=pkey,
-        sock=sock,
-        look_for_keys=False,
-        allow_agent=False,
-    )
-    return client
+
+def _bare_sbatch(transport, script: str) -> None:
+    """sbatch in a plain channel: no pool, no timeouts, no error mapping, no job folder."""
+    channel = transport.open_session()
+    channel.exec_command("sbatch --parsable")
+    channel.sendall(script.encode())
+    channel.shutdown_write()
+    out = b""
+    while chunk := channel.recv(4096):
+        out += chunk
+    assert out.strip() and channel.recv_exit_status() == 0
 
 
 def main() -> None:
@@ -54,12 +46,12 @@ def main() -> None:
 
     login = login_for(account)
     gateway.run(login, ["mkdir", "-p", "portal-jobs/bench"])
-    client = _bare_client(login)
+    transport = _bare_transport(login)
     gpu_script = SCRIPT.replace(
         "true\n", f"#SBATCH --gres=gpu:a100:1\n{MONITORING_START}\n{MONITORING_STOP}\ntrue\n"
     )
     for label, script in (("no GPUs", SCRIPT), ("a GPU job", gpu_script)):
-        bare, portal = _measure(account, client, script)
+        bare, portal = _measure(account, transport, script)
         b, p = statistics.median(bare) * 1000, statistics.median(portal) * 1000
         print(
             f"{label}: bare paramiko sbatch: median {b:.1f} ms; portal submission: median "
@@ -68,17 +60,14 @@ def main() -> None:
     gateway.run(login, ["scancel", "--user", login.username, "--state", "PENDING"])
 
 
-def _measure(account, client, script: str) -> tuple[list[float], list[float]]:
+def _measure(account, transport, script: str) -> tuple[list[float], list[float]]:
     from jobs.cluster import tasks
     from jobs.models import Job
 
     bare, portal = [], []
     for _ in range(RUNS):
         start = time.perf_counter()
-        stdin, stdout, _ = client.exec_command("sbatch --parsable")
-        stdin.write(script)
-        stdin.channel.shutdown_write()
-        assert stdout.read().strip() and stdout.channel.recv_exit_status() == 0
+        _bare_sbatch(transport, script)
         bare.append(time.perf_counter() - start)
 
         job = Job.objects.create(owner=account.owner, account=account, name="bench", script=script)
