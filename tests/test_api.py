@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+from guidance import engine
 from portal.models import TOKEN_PREFIX, ApiToken
 
 URL = "/api/v1/recommendation"
@@ -56,6 +57,18 @@ def _errors(response) -> dict[str | None, str]:
     for error in detail:
         assert set(error) == {"field", "code", "message"}
     return {e["field"]: e["message"] for e in detail}
+
+
+def count_engine_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the cluster of every engine run from here on, as the API looks the engine up."""
+    runs, recommend = [], engine.recommend
+
+    def counted(spec: engine.JobSpec, cluster: engine.Cluster) -> engine.Recommendation:
+        runs.append(cluster.slug)
+        return recommend(spec, cluster)
+
+    monkeypatch.setattr(engine, "recommend", counted)
+    return runs
 
 
 # --- Authentication ----------------------------------------------------------------------
@@ -199,6 +212,18 @@ def test_it_says_a_runai_cluster_takes_no_scripts(client, seeded, secret):
 def test_it_takes_a_gpu_type_case_insensitively(client, seeded, secret):
     body = _post(client, secret, gpu_type=" A100 ").json()
     assert body["gpu"]["type"].casefold() == "a100"
+
+
+def test_it_runs_the_engine_once(client, seeded, secret, monkeypatch):
+    runs = count_engine_runs(monkeypatch)
+    assert _post(client, secret).status_code == 200
+    assert runs == ["narval"]
+
+
+def test_it_reads_the_cluster_in_four_queries(client, seeded, secret, django_assert_num_queries):
+    # The token and its use, then the cluster with everything the engine reads.
+    with django_assert_num_queries(2 + 4):
+        assert _post(client, secret).status_code == 200
 
 
 # --- Bad input ---------------------------------------------------------------------------
