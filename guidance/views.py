@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
@@ -17,12 +17,7 @@ def _articles_for(cluster: models.Cluster | None):
 
 
 def _get_cluster(slug: str) -> models.Cluster:
-    queryset = models.Cluster.objects.select_related("policy", "job_environment").prefetch_related(
-        Prefetch("partitions", models.Partition.objects.select_related("gpu_type")),
-        "gpu_types",
-        "storage_tiers",
-    )
-    return get_object_or_404(queryset, slug=slug)
+    return get_object_or_404(models.Cluster.objects.with_facts(), slug=slug)
 
 
 @login_required

@@ -5,6 +5,7 @@ import subprocess
 import pytest
 
 from portal.models import ApiToken
+from tests.test_api import count_engine_runs
 
 URL = "/api/v1/script"
 JOB = {
@@ -55,6 +56,21 @@ def test_the_same_form_gives_the_same_script_as_the_page(client, seeded, headers
     form |= {"checkpointing": "on", "modules": "python/3.11 cuda", "environment": "none"}
     form |= {"gpu_count": "1", "nodes": "1", "similar_runs": "1", "download": "1"}
     assert user_client.post("/jobs/new/", form).content.decode() == api_script
+
+
+@pytest.mark.parametrize(("changes", "status"), [({}, 200), ({"job_name": "x; rm -rf ~"}, 422)])
+def test_it_runs_the_engine_once(client, seeded, headers, monkeypatch, changes, status):
+    runs = count_engine_runs(monkeypatch)
+    assert _post(client, headers, **changes).status_code == status
+    assert runs == ["narval"]
+
+
+def test_a_padded_data_path_is_planned_as_the_page_plans_it(client, seeded, headers):
+    # The form strips the path it writes into the script: the plan must read it the same way.
+    body = _post(client, headers, data_path=" /project/def-someuser/images.zip ").json()
+    assert body["recommendation"]["storage"]["data_kind"] == "archive"
+    assert "unzip -q" in body["script"]
+    assert "DATA_SOURCE=/project/def-someuser/images.zip" in body["script"]
 
 
 @pytest.mark.parametrize(

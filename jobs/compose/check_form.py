@@ -4,7 +4,6 @@ import math
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.db.models import Prefetch
 
 from guidance import models
 from guidance.engine.script_check import MAX_CHARS, ScriptCheck, check_script
@@ -13,18 +12,9 @@ from guidance.facts import cluster_facts
 SCRIPT_SUFFIXES = ".sh,.sbatch,.slurm,.job,.bash,.txt,text/plain,text/x-shellscript"
 
 
-def _clusters():
-    # Everything cluster_facts reads, in four queries.
-    return models.Cluster.objects.select_related("policy").prefetch_related(
-        Prefetch("partitions", models.Partition.objects.select_related("gpu_type")),
-        "gpu_types",
-        "storage_tiers",
-    )
-
-
 class ScriptCheckForm(forms.Form):
     cluster = forms.ModelChoiceField(
-        queryset=_clusters(),
+        queryset=models.Cluster.objects.with_facts(),
         to_field_name="slug",
         empty_label=None,
         error_messages={

@@ -33,7 +33,9 @@ def _name_field(label: str, **kw) -> forms.CharField:
 
 class ComposeForm(AdviceForm):
     cluster = forms.ModelChoiceField(
-        queryset=Cluster.objects.order_by("name"), to_field_name="slug", empty_label=None
+        queryset=Cluster.objects.with_facts().order_by("name"),
+        to_field_name="slug",
+        empty_label=None,
     )
     job_name = _name_field("Job name", initial="train")
     account = _name_field(

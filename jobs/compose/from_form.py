@@ -24,12 +24,13 @@ class Composed:
         return salloc_line(self.spec) if self.spec else ""
 
 
-def compose(form: ComposeForm) -> Composed | None:
-    """Fills `form` with every problem it finds; returns None when the form is not valid."""
+def compose(form: ComposeForm, rec: Recommendation | None = None) -> Composed | None:
+    """Fills `form` with every problem it finds; returns None when the form is not valid.
+    `rec`: the engine's advice for the form's job, for a caller that asked for it already."""
     if not form.is_valid():
         return None
-    cluster = form.cleaned_data["cluster"]
-    rec = engine.recommend(form.job_spec(), cluster_facts(cluster))
+    if rec is None:
+        rec = engine.recommend(form.job_spec(), cluster_facts(form.cleaned_data["cluster"]))
     form.add_engine_errors(rec.errors)
     if not rec.ok:
         return None

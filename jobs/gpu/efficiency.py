@@ -28,7 +28,7 @@ from guidance.engine.gpu_use import (
 from guidance.engine.slurm_time import format_time
 from guidance.engine.sources import Source
 from guidance.facts import cluster_facts
-from guidance.models import Policy
+from guidance.models import Cluster, Policy
 from jobs.gpu import chart
 from jobs.models import GpuDevice, GpuSample, Job, JobState
 
@@ -322,15 +322,19 @@ class GpuPanel:
     report: Report | None
 
 
+def _cluster_facts(job: Job) -> engine.Cluster:
+    return cluster_facts(Cluster.objects.with_facts().get(pk=job.account.cluster_id))
+
+
 def job_report(job: Job) -> Report:
     """The efficiency report of a job, final or not, from what is stored so far."""
-    cluster = cluster_facts(job.account.cluster)
+    cluster = _cluster_facts(job)
     uses = gpu_uses(job, cluster.policy.utilization_target_percent)
     return report(facts_of(job), uses, cluster)
 
 
 def gpu_panel(job: Job) -> GpuPanel:
-    cluster = cluster_facts(job.account.cluster)
+    cluster = _cluster_facts(job)
     target = cluster.policy.utilization_target_percent
     uses = gpu_uses(job, target)
     ran = ran_seconds(job)

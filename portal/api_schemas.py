@@ -1,0 +1,299 @@
+"""What the JSON API takes and answers: the job as clients send it, the recommendation as
+machines read it, and the one shape of its errors."""
+
+from dataclasses import MISSING, fields
+from typing import Any
+
+from ninja import Field, Schema
+from pydantic import ConfigDict, field_validator
+
+from guidance import engine, models
+from guidance.engine.sources import Source
+from guidance.engine.types import Recommendation, Step
+
+# --- Errors ------------------------------------------------------------------------------
+
+
+class FieldError(Schema):
+    field: str | None = Field(description="The request field at fault; null: the whole request.")
+    code: str = Field(description="Stable, for machines: e.g. 'missing', 'unknown_gpu_type'.")
+    message: str
+
+
+class Errors(Schema):
+    detail: list[FieldError]
+
+
+class Message(Schema):
+    detail: str
+
+
+# --- The job, as on the advice form ------------------------------------------------------
+
+_JOB_FIELDS = [f.name for f in fields(engine.JobSpec)]
+_DEFAULTS = {f.name: f.default for f in fields(engine.JobSpec) if f.default is not MISSING}
+
+
+class JobIn(Schema):
+    """A job on a cluster: what every endpoint that plans a job takes."""
+
+    # A misspelt optional field would otherwise be dropped silently and the plan quietly wrong.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    cluster: str = Field(max_length=50, description="Slug, as GET /api/v1/clusters lists it.")
+    workload: engine.Workload
+    dataset_gb: float = Field(description="Dataset size in GB.")
+    hours: float = Field(description="How long the work takes, in hours.")
+    file_count: int = Field(_DEFAULTS["file_count"], description="Files in the data; 0: unknown.")
+    data_location: engine.TierKind | None = Field(
+        _DEFAULTS["data_location"],
+        description="Where the data lives now: home, scratch, project or nearline.",
+    )
+    gpu_type: str | None = Field(
+        _DEFAULTS["gpu_type"], max_length=50, description="Null or absent: recommend one."
+    )
+    gpu_count: int = _DEFAULTS["gpu_count"]
+    gpu_mem_gb: float | None = Field(
+        _DEFAULTS["gpu_mem_gb"], description="GPU memory the job needs per GPU, if known."
+    )
+    checkpointing: bool = Field(
+        _DEFAULTS["checkpointing"], description="The program resumes from its latest checkpoint."
+    )
+    multi_gpu: bool = Field(
+        _DEFAULTS["multi_gpu"], description="The program uses several GPUs (e.g. DDP)."
+    )
+    nodes: int = _DEFAULTS["nodes"]
+    expects_full_utilization: bool = Field(
+        _DEFAULTS["expects_full_utilization"],
+        description="The job keeps the GPU near 100% busy.",
+    )
+    similar_runs: int = _DEFAULTS["similar_runs"]
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return (value or "").strip() or None
+
+    def job_spec(self) -> engine.JobSpec:
+        return engine.JobSpec(**self.model_dump(include=set(_JOB_FIELDS)))
+
+
+# --- The recommendation, as machines read it ---------------------------------------------
+
+
+class NoteOut(Schema):
+    code: str
+    message: str
+    source: str | None
+    field: str | None
+
+
+class StepOut(Schema):
+    action: str
+    command: str
+    reason: str
+    source: str
+
+
+class TierOut(Schema):
+    name: str
+    path: str
+
+
+class StorageOut(Schema):
+    kind: engine.Placement = Field(description="Where the job reads its data from.")
+    archive: bool = Field(description="Pack the many small files into one archive first.")
+    data_kind: engine.DataKind = Field(
+        description="What the data path is taken to be: a folder is copied, an archive "
+        "extracted on the node, a file copied."
+    )
+    tier: TierOut | None
+    reason: str
+    source: str
+    staging: list[StepOut]
+    copy_back: StepOut | None
+    cleanup: StepOut | None
+
+
+class GpuOut(Schema):
+    type: str
+    count: int = Field(description="GPUs in all, over every node.")
+    memory_gb: float = Field(description="Memory of one GPU of this type.")
+
+
+class AlternativeOut(Schema):
+    partition: str
+    why: str = Field(description="Why not this one.")
+    source: str | None
+
+
+class ResourcesOut(Schema):
+    nodes: int
+    gpus_per_node: int
+    tasks_per_node: int
+    cpus_per_task: int
+    mem: str = Field(description="Memory per node, as Slurm's --mem takes it, e.g. 32000M.")
+    time: str = Field(description="Time per job, D-HH:MM:SS.")
+
+
+class ChainOut(Schema):
+    jobs: int
+    array: str = Field(description="For sbatch --array: one job after another.")
+    hours_per_job: float
+    reason: str
+    source: str
+
+
+class RecommendationOut(Schema):
+    cluster: str
+    guidance_only: bool = Field(description="The cluster takes no Slurm scripts (e.g. Run:ai).")
+    storage: StorageOut
+    partition: str
+    gpu: GpuOut
+    partition_reason: str
+    partition_source: str | None
+    alternatives: list[AlternativeOut]
+    resources: ResourcesOut
+    chain: ChainOut | None = Field(description="Null: one job does all the work.")
+    warnings: list[NoteOut]
+    errors: list[NoteOut] = Field(description="Always empty here: errors are answered 422.")
+    tips: list[NoteOut]
+
+
+def _source(source: Source | None) -> str | None:
+    return str(source) if source else None
+
+
+def _step(step: Step | None) -> dict[str, Any] | None:
+    if step is None:
+        return None
+    return {
+        "action": step.action,
+        "command": step.command,
+        "reason": step.reason,
+        "source": _source(step.source),
+    }
+
+
+def recommendation_out(rec: Recommendation) -> dict[str, Any]:
+    storage, choice, resources = rec.storage, rec.choice, rec.resources
+    # recommend() fills all three whenever it finds no error, and plan_job() lets none through.
+    assert storage is not None and choice is not None and resources is not None
+    notes = {
+        kind: [
+            {"code": n.code, "message": n.message, "source": _source(n.source), "field": n.field}
+            for n in getattr(rec, kind)
+        ]
+        for kind in ("warnings", "errors", "tips")
+    }
+    chain, tier = rec.chain, storage.tier
+    return {
+        "cluster": rec.cluster.slug,
+        "guidance_only": rec.guidance_only,
+        "storage": {
+            "kind": storage.placement,
+            "archive": storage.archive,
+            "data_kind": storage.data_kind,
+            "tier": {"name": tier.name, "path": tier.path} if tier else None,
+            "reason": storage.reason,
+            "source": _source(storage.source),
+            "staging": [_step(s) for s in storage.staging],
+            "copy_back": _step(storage.copy_back),
+            "cleanup": _step(storage.cleanup),
+        },
+        "partition": choice.partition.name,
+        "gpu": {
+            "type": choice.gpu_type.name,
+            "count": resources.nodes.value * resources.gpus_per_node.value,
+            "memory_gb": choice.gpu_type.memory_gb,
+        },
+        "partition_reason": choice.reason,
+        "partition_source": _source(choice.source),
+        "alternatives": [
+            {"partition": r.partition.name, "why": r.why, "source": _source(r.source)}
+            for r in choice.alternatives
+        ],
+        "resources": {
+            "nodes": resources.nodes.value,
+            "gpus_per_node": resources.gpus_per_node.value,
+            "tasks_per_node": resources.tasks_per_node.value,
+            "cpus_per_task": resources.cpus_per_task.value,
+            "mem": resources.mem,
+            "time": resources.time,
+        },
+        "chain": (
+            {
+                "jobs": chain.jobs,
+                "array": chain.array,
+                "hours_per_job": chain.hours_per_job,
+                "reason": chain.reason,
+                "source": _source(chain.source),
+            }
+            if chain
+            else None
+        ),
+        **notes,
+    }
+
+
+class GpuTypeOut(Schema):
+    name: str
+    memory_gb: float
+
+
+class ClusterOut(Schema):
+    slug: str
+    name: str
+    scheduler: engine.Scheduler
+    guidance_only: bool = Field(description="The cluster takes no Slurm scripts (e.g. Run:ai).")
+    gpu_types: list[GpuTypeOut]
+
+    @staticmethod
+    def resolve_guidance_only(obj: models.Cluster) -> bool:
+        return not obj.takes_scripts
+
+
+# --- The script ----------------------------------------------------------------------------
+
+
+class ScriptIn(JobIn):
+    """The job, plus what its script needs: the composer's fields, by the same names."""
+
+    job_name: str = Field(max_length=64, description="Letters, digits, '.', '_', '+', '-'.")
+    command: str = Field(max_length=10_000, description="Runs through bash -c, quoted.")
+    results_dir: str = Field(max_length=1000, description="Persistent storage for results.")
+    account: str = Field("", max_length=64)
+    data_path: str = Field("", max_length=1000, description="The dataset on shared storage.")
+    data_kind: engine.DataKind | None = Field(
+        None, description="folder, archive or file; when left out, taken from the path's name."
+    )
+    modules: list[str] = Field([], description="Modules to load, e.g. ['python/3.11', 'cuda'].")
+    environment: str = Field("none", description="none, venv or requirements.")
+    environment_path: str = Field("", max_length=1000)
+    mail_user: str = Field("", max_length=254, description="E-mail on end or failure.")
+
+    @field_validator("data_path")
+    @classmethod
+    def _stripped(cls, value: str) -> str:
+        # As the composer's form strips it: the engine plans the very job the script is for.
+        return value.strip()
+
+    def form_data(self) -> dict[str, str]:
+        """The fields as the composer's form posts them."""
+        data = {}
+        for name, value in self.model_dump().items():
+            if isinstance(value, bool):
+                if value:
+                    data[name] = "on"
+            elif isinstance(value, list):
+                data[name] = " ".join(value)
+            elif value is not None:
+                data[name] = str(value)
+        return data
+
+
+class ScriptOut(Schema):
+    filename: str
+    script: str
+    salloc: str = Field(description="The interactive allocation to try the job first.")
+    recommendation: RecommendationOut
