@@ -39,6 +39,14 @@ def user(django_user_model):
 
 
 @pytest.fixture
+def secret(user) -> str:
+    """An API token of the user's, as its bearer sends it."""
+    from portal.models import ApiToken
+
+    return ApiToken.issue(user, "laptop")[1]
+
+
+@pytest.fixture
 def staff(django_user_model):
     return django_user_model.objects.create_superuser("root", password="root-password")
 

@@ -3,11 +3,9 @@
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from guidance import engine
-from portal.models import ApiToken
 
 URL = "/api/v1/recommendation"
 JOB = {"cluster": "narval", "workload": "training", "dataset_gb": 50, "hours": 12}
@@ -25,11 +23,6 @@ STABLE_KEYS = {
     "errors",
     "tips",
 }
-
-
-@pytest.fixture
-def secret(user: User) -> str:
-    return ApiToken.issue(user, "laptop")[1]
 
 
 def _bearer(secret: str) -> dict[str, str]:

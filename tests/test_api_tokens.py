@@ -14,11 +14,6 @@ from tests.test_api import JOB, URL, _post
 
 
 @pytest.fixture
-def secret(user: User) -> str:
-    return ApiToken.issue(user, "laptop")[1]
-
-
-@pytest.fixture
 def stranger(django_user_model: type[User]) -> User:
     return django_user_model.objects.create_user("mallory", password="mallory-password")
 
