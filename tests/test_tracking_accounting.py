@@ -1,7 +1,5 @@
 """A poll fills in a job's accounting from sacct: captured text through tracking.apply."""
 
-from pathlib import Path
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -11,12 +9,7 @@ from jobs.cluster import tracking
 from jobs.cluster.remote import Snapshot
 from jobs.cluster.slurm import parse_sacct, parse_squeue
 from jobs.models import ClusterAccount, Job, JobState
-
-OUTPUT = Path(__file__).parent / "slurm_output"
-
-
-def captured(name: str) -> str:
-    return (OUTPUT / name).read_text()
+from tests.slurm_captured import captured
 
 
 def snapshot(squeue: str = "squeue_finished.txt", sacct: str = "sacct.txt") -> Snapshot:

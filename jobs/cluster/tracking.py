@@ -28,11 +28,10 @@ def _tracked(job: Job) -> tuple:
     return tuple(getattr(job, name) for name in UPDATED_FIELDS)
 
 
-# The state that tells most about a whole array, given its tasks' states. Every state in which
-# a task may still run comes before every final one, so that an array ends only when all its
-# tasks have: running first, then paused or held (someone has to act), then waiting; then any
-# failure shows, then cancellation, then success.
-ARRAY_PRECEDENCE = [
+# The state that tells most about a whole array, given its tasks' states: running first, then
+# paused or held (someone has to act), then waiting; then any failure shows, then cancellation,
+# then success.
+_MOST_TELLING_FIRST = [
     JobState.RUNNING, JobState.SIGNALING, JobState.RESIZING, JobState.CONFIGURING,
     JobState.COMPLETING, JobState.STAGE_OUT, JobState.STOPPED, JobState.SUSPENDED,
     JobState.SPECIAL_EXIT, JobState.REQUEUE_HOLD, JobState.RESV_DEL_HOLD,
@@ -41,6 +40,9 @@ ARRAY_PRECEDENCE = [
     JobState.NODE_FAIL, JobState.BOOT_FAIL, JobState.PREEMPTED,
     JobState.CANCELLED, JobState.REVOKED, JobState.COMPLETED,
 ]  # fmt: skip
+# An array ends only when all its tasks have: every state in which a task may still run comes
+# before every final one, and SlurmState alone says which those are.
+ARRAY_PRECEDENCE = sorted(_MOST_TELLING_FIRST, key=lambda state: SlurmState(state).is_final)
 
 # The state words this process has logged as unknown: once each, not at every poll.
 _logged_unknown: set[str] = set()

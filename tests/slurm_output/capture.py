@@ -2,7 +2,7 @@
 
     docker/devcluster/devcluster up && .venv/bin/python tests/slurm_output/capture.py
 
-Submits a set of jobs as portaltest over ssh, with the commands jobs/cluster/slurm.py builds, and
+Submits a set of jobs as portaltest over ssh, with the commands jobs/cluster/slurm/ builds, and
 writes what squeue, sacct, scontrol and sinfo print. Takes about two minutes (a job has to time
 out).
 """

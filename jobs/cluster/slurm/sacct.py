@@ -1,0 +1,141 @@
+"""sacct: how a job ended, and what it was given and used."""
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from jobs.cluster.slurm.states import SlurmState
+from jobs.cluster.slurm.values import (
+    IN_UTC,
+    ExitCode,
+    JobId,
+    expand_hostlist,
+    no_value_as_empty,
+    parse_duration,
+    parse_memory_mb,
+    parse_time,
+    parse_tres,
+    read_rows,
+)
+
+# Comment is free text: last.
+SACCT_FIELDS = (
+    "JobID",
+    "JobIDRaw",
+    "State",
+    "ExitCode",
+    "Elapsed",
+    "Start",
+    "End",
+    "NodeList",
+    "AllocTRES",
+    "Reason",
+    "TotalCPU",
+    "MaxRSS",
+    "ReqMem",
+    "Timelimit",
+    "Partition",  # blank on step lines
+    "Comment",
+)
+
+
+def sacct_argv(user: str, since: datetime, jobs: Iterable[int | str] = ()) -> list[str]:
+    """The user's jobs that were eligible, ran or ended since `since` (naive UTC).
+
+    Steps are listed too (no --allocations): only they carry MaxRSS, and only without
+    --allocations does the job's line sum its steps' TotalCPU. parse_sacct folds them in.
+    A job that never became eligible (held, or waiting on a dependency, then cancelled) is
+    outside any time window: name it in `jobs` to see it.
+    """
+    argv = [
+        *IN_UTC,
+        "sacct",
+        "--parsable2",
+        "--noheader",
+        f"--user={user}",
+        f"--starttime={since:%Y-%m-%dT%H:%M:%S}",
+        "--endtime=now",
+        f"--format={','.join(SACCT_FIELDS)}",
+    ]
+    if jobs:
+        argv.append(f"--jobs={','.join(str(job) for job in jobs)}")
+    return argv
+
+
+@dataclass(frozen=True)
+class AccountedJob:
+    job_id: JobId
+    job_id_raw: int  # an array task's own id
+    state: SlurmState
+    state_text: str  # as printed: "CANCELLED by 1001"; the word itself where `state` is UNKNOWN
+    cancelled_by: int | None  # the uid in "CANCELLED by 1001"
+    exit_code: ExitCode | None
+    elapsed: timedelta | None
+    start: datetime | None
+    end: datetime | None
+    nodes: list[str]
+    tres: dict[str, str]  # what the allocation got: cpu, mem, node, gres/gpu, gres/gpu:a100, ...
+    reason: str
+    total_cpu: timedelta | None  # user + system time of all its steps
+    max_rss_mb: float | None  # the largest of its steps' peaks; None before a step reports one
+    requested_memory_mb: float | None
+    time_limit: timedelta | None  # None: UNLIMITED or Partition_Limit
+    partition: str
+    comment: str
+
+    @property
+    def slurm_id(self) -> str:
+        return str(self.job_id)
+
+    @property
+    def gpus(self) -> int:
+        return int(self.tres.get("gres/gpu", 0))
+
+    @property
+    def cpus(self) -> int | None:
+        return int(self.tres["cpu"]) if "cpu" in self.tres else None
+
+    @property
+    def gpu_type(self) -> str:
+        """`a100` from `gres/gpu:a100=1`; several types joined by commas; "" when untyped."""
+        return ",".join(sorted(key[9:] for key in self.tres if key.startswith("gres/gpu:")))
+
+
+def parse_sacct(text: str) -> list[AccountedJob]:
+    """One AccountedJob per job or array task, in sacct's order; step lines only add MaxRSS."""
+    jobs: dict[str, AccountedJob] = {}
+    step_rss: dict[str, float] = {}
+    for row in read_rows(text, SACCT_FIELDS):
+        job_id, dot, _step = row["JobID"].strip().partition(".")
+        if dot:
+            rss = parse_memory_mb(row["MaxRSS"])
+            if rss is not None:
+                step_rss[job_id] = max(rss, step_rss.get(job_id, 0.0))
+            continue
+        state_text = row["State"].strip()
+        by = re.fullmatch(r"CANCELLED by (\d+)", state_text)
+        jobs[job_id] = AccountedJob(
+            job_id=JobId.parse(job_id),
+            job_id_raw=int(row["JobIDRaw"]),
+            state=SlurmState.parse(state_text),
+            state_text=state_text,
+            cancelled_by=int(by[1]) if by else None,
+            exit_code=ExitCode.parse(row["ExitCode"]),
+            elapsed=parse_duration(row["Elapsed"]),
+            start=parse_time(row["Start"]),
+            end=parse_time(row["End"]),
+            nodes=expand_hostlist(row["NodeList"]),
+            tres=parse_tres(row["AllocTRES"]),
+            reason=no_value_as_empty(row["Reason"]).strip(),
+            total_cpu=parse_duration(row["TotalCPU"]),
+            max_rss_mb=parse_memory_mb(row["MaxRSS"]),
+            requested_memory_mb=parse_memory_mb(row["ReqMem"]),
+            time_limit=parse_duration(row["Timelimit"]),
+            partition=no_value_as_empty(row["Partition"]).strip(),
+            comment=no_value_as_empty(row["Comment"]),
+        )
+    return [
+        replace(job, max_rss_mb=step_rss[key]) if key in step_rss else job
+        for key, job in jobs.items()
+    ]

@@ -1,0 +1,92 @@
+"""squeue: what is queued or running, and why it waits."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from jobs.cluster.slurm.states import SlurmState
+from jobs.cluster.slurm.values import (
+    IN_UTC,
+    JobId,
+    expand_hostlist,
+    no_value_as_empty,
+    parse_duration,
+    parse_time,
+    read_rows,
+)
+
+# Field, squeue format code. Free text last.
+_SQUEUE_FIELDS = (
+    ("job_id", "%i"),
+    ("array_job_id", "%F"),
+    ("array_task_id", "%K"),
+    ("state", "%T"),
+    ("reason", "%r"),
+    ("start", "%S"),
+    ("time_used", "%M"),
+    ("time_limit", "%l"),
+    ("nodes", "%N"),
+    ("user", "%u"),
+    ("name", "%j"),
+    ("comment", "%k"),
+)
+SQUEUE_FORMAT = "|".join(code for _, code in _SQUEUE_FIELDS)
+
+
+def squeue_argv(user: str) -> list[str]:
+    """The user's jobs, one line per array task, finished ones included for MinJobAge seconds;
+    --all: also those in partitions the site hides (squeue leaves them out otherwise)."""
+    return [
+        *IN_UTC,
+        "squeue",
+        "--noheader",
+        "--all",
+        "--array",
+        "--states=all",
+        f"--user={user}",
+        f"--format={SQUEUE_FORMAT}",
+    ]
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    job_id: JobId
+    array_job_id: int  # the job's own id when it is not an array task
+    array_task_id: int | None
+    state: SlurmState
+    state_text: str  # as printed: the word itself where `state` is UNKNOWN
+    reason: str  # why it waits or ended: Resources, JobHeldUser, TimeLimit, ...; "" for none
+    start: datetime | None  # expected start while pending, if the scheduler knows
+    time_used: timedelta | None
+    time_limit: timedelta | None  # None: UNLIMITED
+    nodes: list[str]
+    user: str
+    name: str
+    comment: str
+
+    @property
+    def slurm_id(self) -> str:
+        return str(self.job_id)
+
+
+def parse_squeue(text: str) -> list[QueuedJob]:
+    jobs = []
+    for row in read_rows(text, tuple(name for name, _ in _SQUEUE_FIELDS)):
+        task = row["array_task_id"].strip()
+        jobs.append(
+            QueuedJob(
+                job_id=JobId.parse(row["job_id"]),
+                array_job_id=int(row["array_job_id"]),
+                array_task_id=int(task) if task.isdigit() else None,
+                state=SlurmState.parse(row["state"]),
+                state_text=row["state"].strip(),
+                reason=no_value_as_empty(row["reason"]).strip(),
+                start=parse_time(row["start"]),
+                time_used=parse_duration(row["time_used"]),
+                time_limit=parse_duration(row["time_limit"]),
+                nodes=expand_hostlist(row["nodes"]),
+                user=row["user"].strip(),
+                name=row["name"],
+                comment=no_value_as_empty(row["comment"]),
+            )
+        )
+    return jobs
