@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from guidance.engine import sources
 from guidance.engine.script_check import MAX_CHARS
-from tests.test_script_check import GOOD
+from tests.script_check_helpers import GOOD
 
 URL = "/jobs/check/"
 
