@@ -50,9 +50,10 @@ test: lint
 	@sh scripts/install-test-deps
 	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The markers come from the fixtures a test uses (tests/conftest.py).
+# The markers come from the fixtures a test uses (tests/conftest.py); -n spreads the tests over
+# the cores (pytest-xdist): most of their time is each test's own database setup.
 test-fast: lint
-	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest -m "not cluster and not browser and not service" $(PYTEST_ARGS)
+	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest -n auto -m "not cluster and not browser and not service" $(PYTEST_ARGS)
 
 # lint-imports checks the layering contracts in pyproject.toml.
 lint: dev
