@@ -11,7 +11,7 @@ from guidance.engine import DataKind
 from guidance.engine.data import archive_command, kind_from_name
 from guidance.models import JobEnvironment
 from jobs.cluster.remote import PathCheck
-from jobs.compose import path_check as data_path
+from jobs.compose import path_check
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 
@@ -178,7 +178,7 @@ def test_an_admins_edit_of_the_job_environment_reaches_the_script(seeded, staff_
     ],
 )
 def test_a_checked_path_is_told_against_the_plan(found, chosen, ok, words):
-    said_ok, said = data_path.describe(found, "Narval", chosen)
+    said_ok, said = path_check.describe(found, "Narval", chosen)
     assert said_ok == ok and words in said
 
 
@@ -210,7 +210,7 @@ def test_a_site_may_not_redefine_the_shells_own_variables(seeded, name):
 
 
 def test_an_unknown_chosen_kind_is_taken_from_the_name():
-    ok, said = data_path.describe(PathCheck("/p/d.tar", "file", 10), "Narval", "tape")
+    ok, said = path_check.describe(PathCheck("/p/d.tar", "file", 10), "Narval", "tape")
     assert ok and "taken as an archive" in said
 
 

@@ -13,7 +13,7 @@ from guidance.models import Cluster
 from jobs.cluster import remote, tasks, tracking
 from jobs.cluster.remote import Snapshot
 from jobs.cluster.slurm import SlurmState, parse_sacct, parse_squeue
-from jobs.gpu import sample_files as gpu_samples
+from jobs.gpu import sample_files
 from jobs.models import STATE_EXPLANATIONS, ClusterAccount, Job, JobState
 
 OUTPUT = Path(__file__).parent / "slurm_output"
@@ -73,7 +73,7 @@ class FakeCluster:
 def cluster(monkeypatch) -> FakeCluster:
     fake = FakeCluster()
     monkeypatch.setattr(remote, "poll", fake.poll)
-    monkeypatch.setattr(gpu_samples, "collect", lambda account, jobs: None)
+    monkeypatch.setattr(sample_files, "collect", lambda account, jobs: None)
     return fake
 
 
