@@ -17,7 +17,7 @@ from django_htmx.http import HttpResponseStopPolling
 from jobs.cluster import remote, tasks
 from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
-from jobs.compose.from_form import compose as compose_script
+from jobs.compose.from_form import compose
 from jobs.gpu import efficiency
 from jobs.gpu.monitoring import is_monitored
 from jobs.models import ClusterAccount, Composition, Job, JobState
@@ -174,7 +174,7 @@ def job_next_run(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(composition)
     fields = efficiency.apply(composition.fields, suggestions)
     changes = ", ".join(s.change for s in suggestions)
-    composed = compose_script(ComposeForm(fields))
+    composed = compose(ComposeForm(fields))
     if composition.edited or composed is None or not composed.script:
         # The form decides, not us: it shows what needs the user's eye beside the field.
         why = (

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobs.gpu import chart as gpu_chart
+from jobs.gpu import chart
 from jobs.models import Composition, Job, JobState, SampleFile
 from tests.test_compose_page import GOOD
 from tests.test_efficiency import add_samples, resnet_job
@@ -180,14 +180,14 @@ def test_the_list_shows_a_badge_for_a_warning(user_client, job):
 
 def _points(values, seconds=10.0, start=0.0):
     return [
-        gpu_chart.Point(start + seconds * (i + 1), seconds, v, 1000.0 if v is not None else None)
+        chart.Point(start + seconds * (i + 1), seconds, v, 1000.0 if v is not None else None)
         for i, v in enumerate(values)
     ]
 
 
 def test_unknown_utilization_is_a_gap_not_zero():
-    series = gpu_chart.Series("GPU 0 on n1", tuple(_points([50, 50, None, None, 50])), 2000.0)
-    svg = str(gpu_chart.render([series], title="t", duration=50))
+    series = chart.Series("GPU 0 on n1", tuple(_points([50, 50, None, None, 50])), 2000.0)
+    svg = str(chart.render([series], title="t", duration=50))
     utilization = re.search(r'class="utilization" d="([^"]+)"', svg).group(1)
     assert utilization.count("M") == 2  # lifted over the unknown stretch
     assert '<rect class="unknown"' in svg
@@ -196,21 +196,21 @@ def test_unknown_utilization_is_a_gap_not_zero():
 
 def test_a_gap_in_time_breaks_the_line():
     points = _points([40, 40]) + _points([40, 40], start=300)
-    svg = str(gpu_chart.render([gpu_chart.Series("g", tuple(points))], title="t"))
+    svg = str(chart.render([chart.Series("g", tuple(points))], title="t"))
     assert re.search(r'class="utilization" d="([^"]+)"', svg).group(1).count("M") == 2
 
 
 def test_labels_are_escaped():
-    series = gpu_chart.Series("<script>", tuple(_points([1])), name="a&b")
-    svg = str(gpu_chart.render([series], title="<b>"))
+    series = chart.Series("<script>", tuple(_points([1])), name="a&b")
+    svg = str(chart.render([series], title="<b>"))
     assert "<script>" not in svg and "&lt;script&gt;" in svg and "<b>" not in svg
 
 
 def test_long_runs_are_downsampled_with_time_weighted_means():
     points = _points([100, 0] * 1000)  # 2000 samples
-    fewer = gpu_chart.downsample(points, 100)
+    fewer = chart.downsample(points, 100)
     assert len(fewer) == 100
     assert all(p.utilization == pytest.approx(50) for p in fewer)
     assert sum(p.seconds for p in fewer) == pytest.approx(20000)
-    mixed = gpu_chart.downsample(_points([None, 80] * 200), 10)
+    mixed = chart.downsample(_points([None, 80] * 200), 10)
     assert all(p.utilization == pytest.approx(80) for p in mixed)  # unknown is not 0

@@ -4,8 +4,8 @@ The jobs are scripts rendered by jobs/compose/script.py, filled in by with_monit
 portal does when it submits, and run as the test user (who cannot read /work: the fake NVML is
 copied to its home and named in the job's environment, before the monitoring block). The last test
 goes through the portal itself: its Celery tasks submit and poll over the real sshd, and the job
-page shows
-what the sampler wrote. The time-limit test waits for Slurm to end a job of one minute: about 90 s.
+page shows what the sampler wrote. The time-limit test waits for Slurm to end a job of one minute:
+about 90 s.
 """
 
 import io

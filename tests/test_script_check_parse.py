@@ -33,7 +33,8 @@ def test_it_reads_slurms_time_formats(value, minutes):
 
 
 @pytest.mark.parametrize(
-    "value", ["", "3h", "1.5", "1:2:3:4", "1-2-3", ":30", "1:-5", "-5", "1-2:3:4:5", "ten", "1e3"]
+    "value",
+    ["", "3h", "1.5", "1:2:3:4", "1-2-3", ":30", "1:-5", "-5", "1-2:3:4:5", "ten", "1e3", "1:30.5"],
 )
 def test_it_rejects_what_sbatch_rejects(value):
     assert parse_time(value) is None

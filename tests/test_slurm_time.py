@@ -29,7 +29,6 @@ def test_scripts_always_get_days(seconds, text):
         ("1:90:00", 9000),
         ("2-12", 216000),
         ("1-02:03:04", 93784),
-        ("00:00.005", 0.005),  # sacct's CPU time
         ("7-", 604800),
         ("UNLIMITED", math.inf),
         ("-1", math.inf),
@@ -43,6 +42,14 @@ def test_it_reads_sbatch_and_sacct_durations(text, seconds):
 def test_it_refuses_what_sbatch_refuses(text):
     with pytest.raises(ValueError, match="not a Slurm duration"):
         parse_seconds(text)
+
+
+def test_fractions_of_a_second_are_saccts_not_sbatchs():
+    assert parse_seconds("00:00.005", fractions=True) == pytest.approx(0.005)
+    assert parse_seconds("1-00:00:01.5", fractions=True) == pytest.approx(86401.5)
+    for text in ("00:00.005", "10:00.5", "1:00:00.25", "1-0:0:0.5"):
+        with pytest.raises(ValueError):
+            parse_seconds(text)
 
 
 def test_what_it_writes_it_reads_back():

@@ -7,26 +7,26 @@ import re
 NO_LIMIT = frozenset({"-1", "infinite", "unlimited"})  # casefolded; sbatch's words for no limit
 
 # minutes | minutes:seconds | hours:minutes:seconds | days-[hours[:minutes[:seconds]]]. Slurm bounds
-# no field (90 and 1:90:00 are valid); sacct's CPU times carry fractions of a second.
-_SECONDS = r"[0-9]{1,9}(?:\.[0-9]+)?"
+# no field (90 and 1:90:00 are valid).
 _FORMATS = (
-    re.compile(r"(?P<m>[0-9]{1,9})"),
-    re.compile(rf"(?P<m>[0-9]{{1,9}}):(?P<s>{_SECONDS})"),
-    re.compile(rf"(?P<h>[0-9]{{1,9}}):(?P<m>[0-9]{{1,9}}):(?P<s>{_SECONDS})"),
-    re.compile(
-        rf"(?P<d>[0-9]{{1,9}})-(?:(?P<h>[0-9]{{1,9}})"
-        rf"(?::(?P<m>[0-9]{{1,9}})(?::(?P<s>{_SECONDS}))?)?)?"
-    ),
+    r"(?P<m>[0-9]{1,9})",
+    r"(?P<m>[0-9]{1,9}):(?P<s>SECONDS)",
+    r"(?P<h>[0-9]{1,9}):(?P<m>[0-9]{1,9}):(?P<s>SECONDS)",
+    r"(?P<d>[0-9]{1,9})-(?:(?P<h>[0-9]{1,9})(?::(?P<m>[0-9]{1,9})(?::(?P<s>SECONDS))?)?)?",
 )
+# sbatch takes whole seconds; sacct prints CPU times with fractions (00:00.005).
+_WHOLE = tuple(re.compile(f.replace("SECONDS", "[0-9]{1,9}")) for f in _FORMATS)
+_FRACTIONS = tuple(re.compile(f.replace("SECONDS", r"[0-9]{1,9}(?:\.[0-9]+)?")) for f in _FORMATS)
 _UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
-def parse_seconds(text: str) -> float:
-    """Seconds in a Slurm duration, math.inf for no limit; ValueError for what sbatch refuses."""
+def parse_seconds(text: str, *, fractions: bool = False) -> float:
+    """Seconds in a Slurm duration, math.inf for no limit; ValueError for what sbatch refuses,
+    and for fractions of a second unless `fractions` (what sacct prints)."""
     text = text.strip()
     if text.casefold() in NO_LIMIT:
         return math.inf
-    for pattern in _FORMATS:
+    for pattern in _FRACTIONS if fractions else _WHOLE:
         match = pattern.fullmatch(text)
         if match:
             return sum(float(v) * _UNIT[k] for k, v in match.groupdict().items() if v)

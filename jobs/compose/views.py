@@ -61,7 +61,7 @@ def compose(request: HttpRequest) -> HttpResponse:
     script_text = data.get("script_text", "") if request.method == "POST" else ""
     checked = None
     # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
-    path_check = _path_check(request) if "check_path" in request.POST else None
+    checked_path = _path_check(request) if "check_path" in request.POST else None
 
     if request.method == "POST" and composed and composed.script:
         text = script_text or composed.script
@@ -83,7 +83,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         "rec": composed.recommendation if composed else None,
         "script_text": script_text,
         "validation": checked,
-        "path_check": path_check,
+        "path_check": checked_path,
         "edited": bool(script_text and composed and _edited(script_text, composed.script)),
         "site_templates": SiteTemplate.objects.filter(published=True),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),

@@ -4,8 +4,7 @@ README: this is not NVIDIA's pynvml. It imitates the few calls
 jobs/gpu/sampler/portal_gpu_sampler.py makes, with the same names, return shapes and error classes,
 so that the sampler can be run as a real process (also inside real Slurm jobs on the dev cluster)
 with predictable figures. Put this directory on PYTHONPATH and set PORTAL_SAMPLER_NVML=pynvml to use
-it. Deterministic; configured by
-the environment when it is imported:
+it. Deterministic; configured by the environment when it is imported:
 
 - FAKE_NVML_UTILIZATION="30,0": each GPU's compute utilization in percent; the number of GPUs is
   the number of values (default "30,0").

@@ -57,7 +57,7 @@ def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | N
                 f"of {describe_hours(maximum)}: Slurm will not run it. Make the program save "
                 "checkpoints and resume from the latest one, and run the work as a chain of "
                 f"{describe_hours(chunk)} jobs, one after another: #SBATCH --array=1-{jobs}%1 "
-                f"with --time={format_time(chunk * 3600)}.",
+                f"with --time={format_time(chunk * 3600, days=True)}.",
                 sources.SBATCH_ELEMENTS,
                 "time",
             )

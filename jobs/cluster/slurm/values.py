@@ -39,7 +39,7 @@ def parse_duration(text: str) -> timedelta | None:
     if ":" not in text:
         raise SlurmParseError(f"not a Slurm duration: {text!r}")
     try:
-        seconds = parse_seconds(text)
+        seconds = parse_seconds(text, fractions=True)
     except ValueError as error:
         raise SlurmParseError(str(error)) from None
     if math.isinf(seconds):
