@@ -6,17 +6,25 @@ import re
 
 NO_LIMIT = frozenset({"-1", "infinite", "unlimited"})  # casefolded; sbatch's words for no limit
 
-# minutes | minutes:seconds | hours:minutes:seconds | days-[hours[:minutes[:seconds]]]. Slurm bounds
-# no field (90 and 1:90:00 are valid).
-_FORMATS = (
-    r"(?P<m>[0-9]{1,9})",
-    r"(?P<m>[0-9]{1,9}):(?P<s>SECONDS)",
-    r"(?P<h>[0-9]{1,9}):(?P<m>[0-9]{1,9}):(?P<s>SECONDS)",
-    r"(?P<d>[0-9]{1,9})-(?:(?P<h>[0-9]{1,9})(?::(?P<m>[0-9]{1,9})(?::(?P<s>SECONDS))?)?)?",
-)
+
+def _formats(seconds: str) -> tuple[re.Pattern, ...]:
+    # minutes | minutes:seconds | hours:minutes:seconds | days-[hours[:minutes[:seconds]]].
+    # Slurm bounds no field (90 and 1:90:00 are valid).
+    number = "[0-9]{1,9}"
+    return tuple(
+        re.compile(pattern)
+        for pattern in (
+            rf"(?P<m>{number})",
+            rf"(?P<m>{number}):(?P<s>{seconds})",
+            rf"(?P<h>{number}):(?P<m>{number}):(?P<s>{seconds})",
+            rf"(?P<d>{number})-(?:(?P<h>{number})(?::(?P<m>{number})(?::(?P<s>{seconds}))?)?)?",
+        )
+    )
+
+
 # sbatch takes whole seconds; sacct prints CPU times with fractions (00:00.005).
-_WHOLE = tuple(re.compile(f.replace("SECONDS", "[0-9]{1,9}")) for f in _FORMATS)
-_FRACTIONS = tuple(re.compile(f.replace("SECONDS", r"[0-9]{1,9}(?:\.[0-9]+)?")) for f in _FORMATS)
+_WHOLE = _formats("[0-9]{1,9}")
+_FRACTIONS = _formats(r"[0-9]{1,9}(?:\.[0-9]+)?")
 _UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
