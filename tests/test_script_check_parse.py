@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from guidance.engine.script_check import gpu_request, gres_gpus, parse_script, parse_time
+from guidance.engine.script_check import gpu_request, gres_gpus, parse_script, parse_time_limit
 
 # --- Slurm's time formats ------------------------------------------------------------------
 
@@ -29,7 +29,7 @@ from guidance.engine.script_check import gpu_request, gres_gpus, parse_script, p
     ],
 )
 def test_it_reads_slurms_time_formats(value, minutes):
-    assert parse_time(value) == minutes
+    assert parse_time_limit(value) == minutes
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_it_reads_slurms_time_formats(value, minutes):
     ["", "3h", "1.5", "1:2:3:4", "1-2-3", ":30", "1:-5", "-5", "1-2:3:4:5", "ten", "1e3", "1:30.5"],
 )
 def test_it_rejects_what_sbatch_rejects(value):
-    assert parse_time(value) is None
+    assert parse_time_limit(value) is None
 
 
 # --- How sbatch reads #SBATCH lines --------------------------------------------------------

@@ -13,7 +13,7 @@ from guidance.engine.types import (
     JobSpec,
     Partition,
     PartitionChoice,
-    Rejected,
+    RejectedPartition,
     Workload,
 )
 
@@ -37,7 +37,7 @@ class _Preference:
 
 
 def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> PartitionChoice | None:
-    rejected: list[Rejected] = []
+    rejected: list[RejectedPartition] = []
     viable: list[tuple[Partition, GpuType]] = []
     for partition in cluster.partitions:
         gpu = cluster.gpu_type(partition.gpu_type)
@@ -45,7 +45,7 @@ def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> Partition
             continue
         why = _cannot_run(spec, partition, gpu)
         if why:
-            rejected.append(Rejected(partition, why, partition.source))
+            rejected.append(RejectedPartition(partition, why, partition.source))
         else:
             viable.append((partition, gpu))
 
@@ -69,7 +69,7 @@ def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> Partition
             why, source = f"as good a fit; {best.name} comes first by name", partition.source
         else:
             why, source = loser.why_not(partition, gpu), loser.source(partition, gpu)
-        rejected.append(Rejected(partition, why, source))
+        rejected.append(RejectedPartition(partition, why, source))
 
     reason, source = _why_chosen(spec, cluster, best, best_gpu)
     _warn_about_full_utilization(spec, best_gpu, cluster, notes)

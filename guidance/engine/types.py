@@ -240,7 +240,7 @@ class StoragePlan:
 
 
 @dataclass(frozen=True)
-class Rejected:
+class RejectedPartition:
     partition: Partition
     why: str
     source: Source | None = None
@@ -252,7 +252,7 @@ class PartitionChoice:
     gpu_type: GpuType
     reason: str
     source: Source | None
-    alternatives: tuple[Rejected, ...] = ()
+    alternatives: tuple[RejectedPartition, ...] = ()
 
 
 @dataclass(frozen=True)

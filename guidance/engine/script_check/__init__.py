@@ -15,7 +15,7 @@ from guidance.engine.script_check.parse import (
     gpu_request,
     gres_gpus,
     parse_script,
-    parse_time,
+    parse_time_limit,
 )
 
 __all__ = [
@@ -27,5 +27,5 @@ __all__ = [
     "gpu_request",
     "gres_gpus",
     "parse_script",
-    "parse_time",
+    "parse_time_limit",
 ]

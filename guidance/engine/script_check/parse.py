@@ -214,7 +214,7 @@ def _options(args: list[str], line: int) -> Iterator[Directive]:
         # A bare word would be taken for the script's name by sbatch: nothing to check.
 
 
-def parse_time(value: str) -> float | None:
+def parse_time_limit(value: str) -> float | None:
     """Slurm's --time in minutes, seconds rounded up as Slurm does; math.inf for no limit,
     None when sbatch would not accept it."""
     try:

@@ -5,7 +5,7 @@ import re
 
 from guidance.engine import sources
 from guidance.engine.notes import describe_hours
-from guidance.engine.script_check.parse import Script, parse_time
+from guidance.engine.script_check.parse import Script, parse_time_limit
 from guidance.engine.slurm_time import format_time
 from guidance.engine.types import Cluster, Note
 
@@ -33,7 +33,7 @@ def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | N
             )
         )
         return None
-    minutes = parse_time(value)
+    minutes = parse_time_limit(value)
     if minutes is None:
         notes.append(
             Note(
