@@ -4,7 +4,9 @@ import shlex
 import time
 from datetime import datetime, timedelta
 
-from jobs.cluster.slurm import SlurmState, parse_sacct, parse_sbatch, sacct_argv
+from jobs.slurm.sacct import parse_sacct, sacct_argv
+from jobs.slurm.sbatch import parse_sbatch
+from jobs.slurm.states import SlurmState
 
 
 def test_it_runs_a_job_over_ssh(devcluster):

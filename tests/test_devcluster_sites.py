@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobs.cluster.slurm import SlurmState, parse_sacct, sacct_argv
+from jobs.slurm.sacct import parse_sacct, sacct_argv
+from jobs.slurm.states import SlurmState
 
 RUNS = "devcluster-sites"  # in the test user's home
 RUN_DIR = f"{RUNS}/{uuid.uuid4().hex[:8]}"

@@ -5,18 +5,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from jobs.cluster.slurm import (
-    SACCT_FIELDS,
-    SQUEUE_FORMAT,
-    ExitCode,
-    SlurmParseError,
-    SlurmState,
-    parse_sacct,
-    parse_sbatch,
-    parse_squeue,
-    sacct_argv,
-    squeue_argv,
-)
+from jobs.slurm.sacct import SACCT_FIELDS, parse_sacct, sacct_argv
+from jobs.slurm.sbatch import parse_sbatch
+from jobs.slurm.squeue import SQUEUE_FORMAT, parse_squeue, squeue_argv
+from jobs.slurm.states import SlurmState
+from jobs.slurm.values import ExitCode, SlurmParseError
 from tests.slurm_captured import by_id, by_name, captured
 
 TAG = "8f0c1f7e-2b9d-4c7a-9a51-0d5e3b6c2f14"

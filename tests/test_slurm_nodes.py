@@ -3,15 +3,15 @@ fed what a real Slurm 22.05 printed."""
 
 import pytest
 
-from jobs.cluster.slurm import (
+from jobs.slurm.nodes import (
     NODES_ARGV,
     PARTITIONS_ARGV,
     GpuPartition,
-    Gres,
     gpu_partitions,
     parse_nodes,
     parse_partitions,
 )
+from jobs.slurm.values import Gres
 from tests.slurm_captured import captured
 
 

@@ -5,13 +5,10 @@ from datetime import datetime
 
 import pytest
 
-from jobs.cluster.slurm import (
-    ExitCode,
-    SlurmParseError,
-    SlurmState,
-    parse_sacct,
-    parse_squeue,
-)
+from jobs.slurm.sacct import parse_sacct
+from jobs.slurm.squeue import parse_squeue
+from jobs.slurm.states import SlurmState
+from jobs.slurm.values import ExitCode, SlurmParseError
 from tests.slurm_captured import by_id, by_name, captured
 
 # Job states. Every state Slurm 22.05 documents (squeue(1), sacct(1)), and whether the job has

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobs.cluster.slurm import (
+from jobs.slurm.values import (
     ExitCode,
     Gres,
     JobId,
@@ -15,7 +15,7 @@ from jobs.cluster.slurm import (
     parse_duration,
     parse_gres,
     parse_memory_mb,
-    parse_time,
+    parse_timestamp,
     parse_tres,
 )
 
@@ -77,12 +77,12 @@ def test_it_gives_durations_in_hours():
 
 @pytest.mark.parametrize("text", ["Unknown", "None", "N/A", ""])
 def test_a_time_not_known_is_none(text):
-    assert parse_time(text) is None
+    assert parse_timestamp(text) is None
 
 
 def test_it_rejects_what_is_not_a_time():
     with pytest.raises(SlurmParseError):
-        parse_time("yesterday")
+        parse_timestamp("yesterday")
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ from django.test.utils import CaptureQueriesContext
 from guidance.models import Cluster
 from jobs.cluster import tracking
 from jobs.cluster.remote import Snapshot
-from jobs.cluster.slurm import parse_sacct, parse_squeue
 from jobs.models import ClusterAccount, Job, JobState
+from jobs.slurm.sacct import parse_sacct
+from jobs.slurm.squeue import parse_squeue
 from tests.slurm_captured import captured
 
 

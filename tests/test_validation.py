@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from jobs.cluster import slurm
 from jobs.models import Composition, Job
+from jobs.slurm.sbatch import parse_test_only
+from jobs.slurm.values import SlurmParseError
 from tests.test_compose_page import GOOD
 
 OUTPUT = Path(__file__).parent / "slurm_output"
@@ -39,14 +40,14 @@ def _squeue_count(devcluster) -> int:
 
 
 def test_it_reads_when_and_where_a_job_would_start():
-    would = slurm.parse_test_only((OUTPUT / "sbatch_test_only_two_nodes.txt").read_text())
+    would = parse_test_only((OUTPUT / "sbatch_test_only_two_nodes.txt").read_text())
     assert (would.cpus, would.nodes, would.partition) == (2, ["a100-1", "a100-2"], "gpu-a100")
     assert f"{would.start:%Y-%m-%d %H:%M}" == "2026-11-22 05:43"
 
 
 def test_an_answer_without_a_start_time_is_a_parse_error():
-    with pytest.raises(slurm.SlurmParseError):
-        slurm.parse_test_only((OUTPUT / "sbatch_test_only_too_long.txt").read_text())
+    with pytest.raises(SlurmParseError):
+        parse_test_only((OUTPUT / "sbatch_test_only_too_long.txt").read_text())
 
 
 def test_the_composer_shows_where_and_when_the_job_would_start(user_client, registered, devcluster):

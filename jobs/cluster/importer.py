@@ -4,8 +4,9 @@ annotate afterwards. Existing objects keep what admins wrote that Slurm does not
 from django.db import transaction
 
 from guidance.models import Cluster, GpuType, Partition
-from jobs.cluster import remote, slurm
+from jobs.cluster import remote
 from jobs.cluster.login import Login
+from jobs.slurm.nodes import GpuPartition
 
 # Slurm knows GPU types by name only; a new type starts from its card's usual memory.
 KNOWN_MEMORY_GB = {
@@ -20,9 +21,7 @@ def import_partitions(cluster: Cluster, login: Login) -> list[Partition]:
     return save_partitions(cluster, remote.read_partitions(login))
 
 
-def save_partitions(
-    cluster: Cluster, found_partitions: list[slurm.GpuPartition]
-) -> list[Partition]:
+def save_partitions(cluster: Cluster, found_partitions: list[GpuPartition]) -> list[Partition]:
     imported = []
     with transaction.atomic():
         for found in found_partitions:

@@ -12,8 +12,10 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 
 from jobs.cluster.remote import Snapshot
-from jobs.cluster.slurm import AccountedJob, QueuedJob, SlurmState
 from jobs.models import Job, JobState, JobTask
+from jobs.slurm.sacct import AccountedJob
+from jobs.slurm.squeue import QueuedJob
+from jobs.slurm.states import SlurmState
 
 logger = logging.getLogger(__name__)
 

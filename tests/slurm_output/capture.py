@@ -2,7 +2,7 @@
 
     docker/devcluster/devcluster up && .venv/bin/python tests/slurm_output/capture.py
 
-Submits a set of jobs as portaltest over ssh, with the commands jobs/cluster/slurm/ builds, and
+Submits a set of jobs as portaltest over ssh, with the commands jobs/slurm/ builds, and
 writes what squeue, sacct, scontrol and sinfo print. Takes about two minutes (a job has to time
 out).
 """
@@ -18,14 +18,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
-from jobs.cluster.slurm import (  # noqa: E402
-    NODES_ARGV,
-    PARTITIONS_ARGV,
-    parse_sacct,
-    parse_sbatch,
-    sacct_argv,
-    squeue_argv,
-)
+from jobs.slurm.nodes import NODES_ARGV, PARTITIONS_ARGV  # noqa: E402
+from jobs.slurm.sacct import parse_sacct, sacct_argv  # noqa: E402
+from jobs.slurm.sbatch import parse_sbatch  # noqa: E402
+from jobs.slurm.squeue import squeue_argv  # noqa: E402
 
 DEVCLUSTER = REPO / "docker" / "devcluster" / "devcluster"
 USER = "portaltest"

@@ -52,7 +52,7 @@ def duration_hours(text: str) -> float | None:
     return None if duration is None else duration.total_seconds() / 3600
 
 
-def parse_time(text: str) -> datetime | None:
+def parse_timestamp(text: str) -> datetime | None:
     """`2026-11-22T04:00:00` -> naive datetime (UTC under IN_UTC); None for Unknown, N/A."""
     text = text.strip()
     if text in NO_VALUE:

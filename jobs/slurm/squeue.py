@@ -3,14 +3,14 @@
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from jobs.cluster.slurm.states import SlurmState
-from jobs.cluster.slurm.values import (
+from jobs.slurm.states import SlurmState
+from jobs.slurm.values import (
     IN_UTC,
     JobId,
     expand_hostlist,
     no_value_as_empty,
     parse_duration,
-    parse_time,
+    parse_timestamp,
     read_rows,
 )
 
@@ -80,7 +80,7 @@ def parse_squeue(text: str) -> list[QueuedJob]:
                 state=SlurmState.parse(row["state"]),
                 state_text=row["state"].strip(),
                 reason=no_value_as_empty(row["reason"]).strip(),
-                start=parse_time(row["start"]),
+                start=parse_timestamp(row["start"]),
                 time_used=parse_duration(row["time_used"]),
                 time_limit=parse_duration(row["time_limit"]),
                 nodes=expand_hostlist(row["nodes"]),

@@ -4,7 +4,7 @@ from them."""
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from jobs.cluster.slurm.values import (
+from jobs.slurm.values import (
     Gres,
     SlurmParseError,
     duration_hours,

@@ -4,7 +4,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from jobs.cluster.slurm.values import IN_UTC, SlurmParseError, expand_hostlist, parse_time
+from jobs.slurm.values import IN_UTC, SlurmParseError, expand_hostlist, parse_timestamp
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def parse_test_only(stderr: str) -> WouldStart:
     if match is None:
         raise SlurmParseError(f"sbatch --test-only said no start time: {stderr.strip()!r}")
     return WouldStart(
-        start=parse_time(match["start"]),
+        start=parse_timestamp(match["start"]),
         cpus=int(match["cpus"]),
         nodes=expand_hostlist(match["nodes"]),
         partition=match["partition"],

@@ -3,7 +3,7 @@
 import re
 from enum import StrEnum
 
-from jobs.cluster.slurm.values import SlurmParseError
+from jobs.slurm.values import SlurmParseError
 
 
 class SlurmState(StrEnum):

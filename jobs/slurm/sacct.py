@@ -5,8 +5,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from jobs.cluster.slurm.states import SlurmState
-from jobs.cluster.slurm.values import (
+from jobs.slurm.states import SlurmState
+from jobs.slurm.values import (
     IN_UTC,
     ExitCode,
     JobId,
@@ -14,7 +14,7 @@ from jobs.cluster.slurm.values import (
     no_value_as_empty,
     parse_duration,
     parse_memory_mb,
-    parse_time,
+    parse_timestamp,
     parse_tres,
     read_rows,
 )
@@ -123,8 +123,8 @@ def parse_sacct(text: str) -> list[AccountedJob]:
             cancelled_by=int(by[1]) if by else None,
             exit_code=ExitCode.parse(row["ExitCode"]),
             elapsed=parse_duration(row["Elapsed"]),
-            start=parse_time(row["Start"]),
-            end=parse_time(row["End"]),
+            start=parse_timestamp(row["Start"]),
+            end=parse_timestamp(row["End"]),
             nodes=expand_hostlist(row["NodeList"]),
             tres=parse_tres(row["AllocTRES"]),
             reason=no_value_as_empty(row["Reason"]).strip(),
