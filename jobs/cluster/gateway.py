@@ -6,9 +6,9 @@ delayed ACKs: see ../shared/devcluster-facts.md), applies timeouts, and turns ev
 `ClusterError` that says, in plain words, what went wrong and whether retrying can help.
 
 What needs no paramiko lives beside it in jobs/cluster/: the errors and their wording (errors.py),
-the `Login` callers hand in and the results they get back (login.py), the command line sent for
-a command (command_line.py), the pool's bookkeeping (pool.py) and the file operations on the
-SFTP session (sftp_files.py). No Django here: callers load a `Login` from their models.
+the `Login` callers hand in and the results they get back (login.py), the pool's bookkeeping
+(pool.py) and the file operations on the SFTP session (sftp_files.py). No Django here: callers
+load a `Login` from their models.
 """
 
 import base64
@@ -17,6 +17,7 @@ import contextlib
 import io
 import logging
 import select
+import shlex
 import socket
 import threading
 import time
@@ -25,7 +26,6 @@ from collections.abc import Callable, Iterator
 import paramiko
 
 from jobs.cluster import errors
-from jobs.cluster.command_line import command_line, quoted
 from jobs.cluster.errors import ClusterError, describe
 from jobs.cluster.login import CommandResult, HostKey, Login
 from jobs.cluster.pool import ConnectionPool, Stale
@@ -39,6 +39,32 @@ KEEPALIVE_SECONDS = 30
 MAX_COMMANDS_PER_CONNECTION = 8
 # Host key algorithms paramiko may be told to prefer, by the key type of an OpenSSH line.
 _HOST_KEY_ALGORITHMS = {"ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256")}
+
+
+# -- the command line sent for a command -------------------------------------------------
+
+
+def quoted(argv: list[str]) -> str:
+    if any("\0" in arg for arg in argv):
+        raise ValueError("an argument contains a NUL byte, which no command line can carry")
+    return " ".join(shlex.quote(arg) for arg in argv)
+
+
+def command_line(command: str, *, with_stdin: bool) -> str:
+    """The shell command line for `command`, shaped so that paramiko cannot kill the connection.
+
+    paramiko can send a channel's EOF (or data) just after it has answered the server's CLOSE,
+    and OpenSSH then drops the whole connection, every other command on it included
+    (paramiko issues #1115, #1705). So the server must never close a channel before our last
+    message: without stdin we send none (stdin is /dev/null); with stdin, the shell drains it
+    to our EOF before it exits, keeping the command's exit status. The drain is a builtin loop,
+    not `cat`: a command that read its stdin (sbatch does) leaves nothing to drain, and a
+    process started for nothing costs 4 ms.
+    """
+    if not with_stdin:
+        return f"{command} </dev/null"
+    drain = "while IFS= read -r portal_line; do :; done"
+    return f"{command}; portal_status=$?; {drain}; exit $portal_status"
 
 
 def _connect_error(host: str, port: int, exc: BaseException, timeout: float) -> ClusterError:
