@@ -14,7 +14,8 @@ def main() -> None:
     account = portal_with_local_cluster()
     from django.utils import timezone
 
-    from jobs.cluster import remote, tasks
+    from jobs import tasks
+    from jobs.cluster import remote
     from jobs.cluster.gateway import gateway
     from jobs.models import Job, JobState
 

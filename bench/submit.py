@@ -42,7 +42,7 @@ def main() -> None:
     account = portal_with_local_cluster()
     from jobs.cluster.gateway import gateway
     from jobs.cluster.remote import login_for
-    from jobs.compose.script import MONITORING_START, MONITORING_STOP
+    from jobs.script_markers import MONITORING_START, MONITORING_STOP
 
     login = login_for(account)
     gateway.run(login, ["mkdir", "-p", "portal-jobs/bench"])
@@ -61,7 +61,7 @@ def main() -> None:
 
 
 def _measure(account, transport, script: str) -> tuple[list[float], list[float]]:
-    from jobs.cluster import tasks
+    from jobs import tasks
     from jobs.models import Job
 
     bare, portal = [], []

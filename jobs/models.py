@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from jobs.cluster.slurm import SlurmState
+from jobs.slurm.states import SlurmState
 
 
 class SiteTemplate(models.Model):
@@ -59,6 +59,17 @@ class Composition(models.Model):
         return reverse("jobs:composition", args=[self.pk])
 
 
+class ClusterAccountQuerySet(models.QuerySet):
+    def login_of(self, user, cluster) -> "ClusterAccount | None":
+        """The user's login on the cluster; None until they set one up (see no_login)."""
+        return self.filter(owner=user, cluster=cluster).select_related("cluster").first()
+
+
+def no_login(cluster, to: str) -> str:
+    """What a user with no login on `cluster` is told when they try `to` do something there."""
+    return f"Set up your login on {cluster.name} under “Cluster logins” {to}."
+
+
 class ClusterAccount(models.Model):
     """A user's login on a cluster, with the key pair the portal made for it."""
 
@@ -75,6 +86,8 @@ class ClusterAccount(models.Model):
     tested_at = models.DateTimeField(null=True, blank=True)
     test_result = models.TextField(blank=True)
 
+    objects = ClusterAccountQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["owner", "cluster"], name="one_account_per_cluster")
@@ -86,7 +99,7 @@ class ClusterAccount(models.Model):
 
 class JobState(models.TextChoices):
     """The portal's two states before Slurm has the job, then Slurm's own
-    (jobs.cluster.slurm.SlurmState), one for one under the same names, so that no state Slurm
+    (jobs.slurm.SlurmState), one for one under the same names, so that no state Slurm
     reports is shown as another."""
 
     SUBMITTING = "SUBMITTING", "Submitting"

@@ -1,5 +1,6 @@
-"""Jobs: submit, list, follow, cancel and read output. Pages read the database only; the cluster
-is asked by Celery tasks, except for the output a user asks to see and a cancel."""
+"""The job pages: list, follow, cancel, retry, read output, GPU use and the next run. They read
+the database; the cluster is asked by Celery tasks (jobs/tasks.py), except for the output a user
+asks to see and a cancel, which go through jobs.cluster.remote while the user waits."""
 
 from urllib.parse import urlencode
 
@@ -7,14 +8,14 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
-from jobs.cluster import remote, tasks
+from jobs import tasks
+from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
@@ -30,28 +31,6 @@ def _get_job_for_user(request: HttpRequest, pk: int) -> Job:
     return get_object_or_404(
         Job.objects.select_related("account__cluster"), pk=pk, owner=request.user
     )
-
-
-def start_submission(request: HttpRequest, composition: Composition, cluster) -> HttpResponse:
-    """Queues the composition's script for submission; the page follows it from there."""
-    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
-    if account is None:
-        messages.error(
-            request,
-            f"Set up your login on {cluster.name} first; your composition “{composition.name}” "
-            "is saved.",
-        )
-        return redirect("jobs:accounts")
-    job = Job.objects.create(
-        owner=request.user,
-        account=account,
-        composition=composition,
-        name=composition.fields.get("job_name") or "job",
-        script=composition.script,
-    )
-    job.events.create(state=job.state, detail="Queued for submission.")
-    transaction.on_commit(lambda: tasks.submit_job.delay(job.pk))
-    return redirect(job)
 
 
 @login_required
@@ -105,7 +84,7 @@ def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(obj)
     try:
         remote.cancel(obj)
-    except (ClusterError, remote.Rejected) as error:
+    except (ClusterError, remote.SlurmRefused) as error:
         messages.error(request, f"Could not cancel: {error.message}")
     else:
         obj.events.create(state=obj.state, detail="Cancel requested.")
@@ -119,7 +98,7 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_job_for_user(request, pk)
     if obj.state == JobState.SUBMIT_FAILED:
         obj.retry_submission()
-        transaction.on_commit(lambda: tasks.submit_job.delay(obj.pk))
+        tasks.queue_submission(obj)
     return redirect(obj)
 
 

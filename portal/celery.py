@@ -6,6 +6,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
-# The jobs app keeps its tasks with the cluster code they drive.
-app.autodiscover_tasks(["jobs.cluster"])
+app.autodiscover_tasks()  # portal.tasks and jobs.tasks

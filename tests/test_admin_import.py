@@ -44,7 +44,8 @@ def test_the_cluster_page_links_to_it(staff_client, local):
 def test_an_admin_without_a_login_there_is_told_to_make_one(staff_client, local, staff):
     ClusterAccount.objects.filter(owner=staff).delete()
     response = staff_client.get(_url(local), follow=True)
-    assert "set one up under “Cluster logins”" in response.content.decode()
+    said = "under “Cluster logins” first: importing reads Slurm through your own login"
+    assert said in response.content.decode()
 
 
 def test_an_unreachable_cluster_is_said_in_plain_words(staff_client, local):

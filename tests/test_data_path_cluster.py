@@ -12,8 +12,8 @@ import pytest
 
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
-from jobs.compose.script import STOP_STATUS
 from jobs.models import Job, JobState
+from jobs.script_markers import STOP_STATUS
 from tests.test_jobs_cluster import _follow, _submit
 
 HOME = pathlib.Path("/home/portaltest")
@@ -68,7 +68,8 @@ def test_a_path_is_checked_through_the_users_login(local_login, user_client, dat
 
 def test_without_a_login_the_check_says_how_to_get_one(seeded, user_client):
     answer = user_client.post("/jobs/new/check-path/", {"cluster": "narval", "data_path": "~/d"})
-    assert "set up your login there" in answer.content.decode()
+    said = "Set up your login on Narval under “Cluster logins” to check paths there"
+    assert said in answer.content.decode()
 
 
 def _run(login, form: ComposeForm) -> Job:

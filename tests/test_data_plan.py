@@ -216,5 +216,5 @@ def test_an_unknown_chosen_kind_is_taken_from_the_name():
 
 def test_without_javascript_the_path_check_answers_in_the_page(seeded, user_client):
     page = user_client.post("/jobs/new/", BASE | {"check_path": "1"}).content.decode()
-    assert "To check paths on Narval" in page and "set up your login there" in page
+    assert "Set up your login on Narval under “Cluster logins” to check paths there" in page
     assert 'value="$PROJECT/data/imagenet.tar"' in page  # nothing typed is lost

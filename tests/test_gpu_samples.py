@@ -12,7 +12,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from guidance.models import Cluster
-from jobs.cluster import keys, remote, tasks
+from jobs import tasks
+from jobs.cluster import keys, remote
 from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.cluster.gateway import gateway
 from jobs.gpu import sample_files, sample_store

@@ -10,11 +10,14 @@ import pytest
 from django.utils.html import escape
 
 from guidance.models import Cluster
-from jobs.cluster import remote, tasks, tracking
+from jobs import tasks
+from jobs.cluster import remote, tracking
 from jobs.cluster.remote import Snapshot
-from jobs.cluster.slurm import SlurmState, parse_sacct, parse_squeue
 from jobs.gpu import sample_files
 from jobs.models import STATE_EXPLANATIONS, ClusterAccount, Job, JobState
+from jobs.slurm.sacct import parse_sacct
+from jobs.slurm.squeue import parse_squeue
+from jobs.slurm.states import SlurmState
 
 OUTPUT = Path(__file__).parent / "slurm_output"
 

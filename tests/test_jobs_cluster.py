@@ -17,9 +17,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from jobs.cluster import keys, remote, tasks
-from jobs.cluster.command_line import command_line
-from jobs.cluster.gateway import gateway
+from guidance.engine.slurm_refusals import explain_failed_submission
+from jobs import tasks
+from jobs.cluster import keys, remote
+from jobs.cluster.gateway import command_line, gateway
 from jobs.models import ClusterAccount, Job, JobState
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
@@ -184,7 +185,7 @@ def test_without_sbatch_on_the_path_the_submission_says_so(tmp_path):
         check=False,
     )
     assert result.returncode == 1
-    assert remote.explain(result.stderr.strip()) == (
+    assert explain_failed_submission(result.stderr.strip()) == (
         "No sbatch on the login node's PATH: is Slurm's client installed there?"
     )
 
@@ -195,7 +196,7 @@ def test_a_second_submission_finds_the_job_the_first_made(account):
     job = _job(account, "sleep 5")
     job.submit_started = timezone.now()  # the dead worker got this far, and ran sbatch:
     job.save()
-    first = remote.submit(job, look_first=False)
+    first = remote.submit(job, tasks.submitted_script(job), look_first=False)
     job = _submit(job)
     assert job.slurm_id == first
     login = remote.login_for(account)

@@ -20,11 +20,12 @@ import pytest
 from django.core.management import call_command
 
 from guidance.engine import Placement
-from jobs.cluster import tasks
-from jobs.compose.script import MONITORING_START, render
+from jobs import tasks
+from jobs.compose.script import render
 from jobs.compose.script_spec import ScriptSpec
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState, SampleFile
+from jobs.script_markers import MONITORING_START
 
 FAKE_NVML = Path(__file__).resolve().parent / "fake_nvml" / "pynvml.py"
 FAKE_HOME_DIR = "portal-test-fake-nvml"  # in the test user's home

@@ -14,10 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from guidance.engine import Placement
-from jobs.compose.script import MONITORING_START, MONITORING_STOP, render
+from jobs.compose.script import render
 from jobs.compose.script_spec import ScriptSpec
 from jobs.gpu.monitoring import HEREDOC_END, monitoring_block, with_monitoring
 from jobs.gpu.sampler import portal_gpu_sampler as sampler
+from jobs.script_markers import MONITORING_START, MONITORING_STOP
 from tests.services import service_missing
 
 ROOT = Path(__file__).resolve().parent.parent

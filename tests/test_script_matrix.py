@@ -29,7 +29,7 @@ from django.db import transaction
 from guidance.engine import Placement
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
-from jobs.compose.script import STOP_MARK, STOP_STATUS
+from jobs.script_markers import STOP_MARK, STOP_STATUS
 from tests.matrix_probe import digest
 from tests.services import service_missing
 

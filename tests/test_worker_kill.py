@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
-from jobs.cluster import tasks
+from jobs import tasks
 from jobs.models import ClusterAccount, Job, JobState
 from portal.celery import app
 from tests.devcluster import DevCluster

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 from guidance.models import Cluster
 from jobs.cluster import importer, remote
 from jobs.cluster.errors import ClusterError
-from jobs.models import ClusterAccount
+from jobs.models import ClusterAccount, no_login
 
 
 @staff_member_required
@@ -51,13 +51,10 @@ def import_partitions(request: HttpRequest, pk: int) -> HttpResponse:
     would change, and saves it when the admin confirms. Admins annotate the result afterwards."""
     cluster = get_object_or_404(Cluster, pk=pk)
     change_url = f"/admin/guidance/cluster/{cluster.pk}/change/"
-    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    account = ClusterAccount.objects.login_of(request.user, cluster)
     if account is None:
-        messages.error(
-            request,
-            f"Importing reads Slurm through your own login on {cluster.name}: set one up under "
-            "“Cluster logins” in the portal first.",
-        )
+        to = "first: importing reads Slurm through your own login"
+        messages.error(request, no_login(cluster, to))
         return redirect(change_url)
     try:
         found = remote.read_partitions(remote.login_for(account))

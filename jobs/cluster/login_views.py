@@ -43,7 +43,7 @@ def account_create(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, f"{cluster.name} takes no logins from the portal yet.")
         return redirect("jobs:accounts")
     pair = keys.generate_keypair()
-    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    account = ClusterAccount.objects.login_of(request.user, cluster)
     account = account or ClusterAccount(owner=request.user, cluster=cluster)
     account.username = request.POST.get("username", "").strip()
     account.public_key = pair.public_line

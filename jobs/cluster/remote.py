@@ -1,32 +1,46 @@
 """What the portal does on a cluster: the one module through which every command, file read and
-host-key fetch goes to the gateway, and every answer through the parsers in jobs.cluster.slurm.
+host-key fetch goes to the gateway, and every answer through the parsers in jobs.slurm.
 Models come in, plain results go out, nothing is saved here."""
 
 import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
-
 from guidance.engine.shell import split_path
-from jobs.cluster import keys, slurm
+from guidance.engine.slurm_refusals import NO_SBATCH
+from jobs.cluster import keys
 from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.cluster.gateway import fetch_host_key, gateway
-from jobs.cluster.login import HostKey, Login
-from jobs.compose.script import STOP_MARK
-from jobs.gpu.monitoring import with_monitoring
+from jobs.cluster.login import CommandResult, HostKey, Login
 from jobs.models import ClusterAccount, Job
+from jobs.script_markers import STOP_MARK
+from jobs.slurm.nodes import (
+    NODES_ARGV,
+    PARTITIONS_ARGV,
+    GpuPartition,
+    gpu_partitions,
+    parse_nodes,
+    parse_partitions,
+)
+from jobs.slurm.sacct import parse_sacct, sacct_argv
+from jobs.slurm.sbatch import TEST_ONLY_ARGV, WouldStart, parse_sbatch, parse_test_only
+from jobs.slurm.squeue import parse_squeue, squeue_argv
 
 TAG_PREFIX = "portal:"
 OUTPUT_CAP = 64 * 1024  # the tail of stdout or stderr a job page shows
 
 
-class Rejected(Exception):
-    """Slurm refused the job; `message` is what it said, word for word."""
+class SlurmRefused(Exception):
+    """Slurm refused what was asked (a job, a cancel); `message` is what it said, word for word."""
 
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+def _refused(result: CommandResult, program: str) -> SlurmRefused:
+    said = result.stderr.strip()
+    return SlurmRefused(said or f"{program} exited with status {result.exit_status}")
 
 
 @dataclass(frozen=True)
@@ -64,11 +78,11 @@ def test_connection(account: ClusterAccount) -> str:
     return result.stdout.strip()
 
 
-def read_partitions(login: Login) -> list[slurm.GpuPartition]:
+def read_partitions(login: Login) -> list[GpuPartition]:
     """The cluster's GPU partitions as Slurm describes them: two commands, nothing saved."""
-    partitions = slurm.parse_partitions(gateway.run(login, slurm.PARTITIONS_ARGV).stdout)
-    nodes = slurm.parse_nodes(gateway.run(login, slurm.NODES_ARGV).stdout)
-    return slurm.gpu_partitions(partitions, nodes)
+    partitions = parse_partitions(gateway.run(login, PARTITIONS_ARGV).stdout)
+    nodes = parse_nodes(gateway.run(login, NODES_ARGV).stdout)
+    return gpu_partitions(partitions, nodes)
 
 
 def tag(job: Job) -> str:
@@ -77,8 +91,8 @@ def tag(job: Job) -> str:
 
 def find_submitted(login: Login, job: Job) -> str:
     """The Slurm id of a job this portal job already made, or "" (a retry must not submit twice)."""
-    result = gateway.run(login, slurm.squeue_argv(login.username))
-    for row in slurm.parse_squeue(result.stdout):
+    result = gateway.run(login, squeue_argv(login.username))
+    for row in parse_squeue(result.stdout):
         if row.comment == tag(job):
             return str(row.array_job_id)
     return ""
@@ -90,7 +104,6 @@ def find_submitted(login: Login, job: Job) -> str:
 # (a job run before), sbatch is the only process started. sbatch reads its stdin to the end
 # before anything else can fail, so the gateway's stdin drain is not needed after it; on every
 # path where sbatch does not start (mkdir failed, no sbatch), the shell goes on to the drain.
-NO_SBATCH = "No sbatch on the login node's PATH: is Slurm's client installed there?"
 SUBMIT = (
     '{ [ -d "$1" ] || mkdir -p -- "$1"; } && '
     f"{{ command -v sbatch >/dev/null || {{ echo {shlex.quote(NO_SBATCH)} >&2; false; }}; }} && "
@@ -98,8 +111,8 @@ SUBMIT = (
 )
 
 
-def submit(job: Job, look_first: bool) -> str:
-    """Submits the job's script; returns its Slurm id.
+def submit(job: Job, script: str, look_first: bool) -> str:
+    """Submits `script` (the job's, as Slurm is to get it) for `job`; returns its Slurm id.
 
     `look_first`: an earlier attempt may have reached sbatch (a worker killed before it saved
     the id), so adopt the job it made, found by its tag, rather than submit a second one.
@@ -108,31 +121,30 @@ def submit(job: Job, look_first: bool) -> str:
     if look_first and (existing := find_submitted(login, job)):
         return existing
     args = [job.job_dir, tag(job)]
-    script = submitted_script(job)
     result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=script)
     if result.exit_status != 0:
-        raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
-    return str(slurm.parse_sbatch(result.stdout).job_id)
+        raise SlurmRefused(
+            result.stderr.strip() or f"sbatch exited with status {result.exit_status}"
+        )
+    return str(parse_sbatch(result.stdout).job_id)
 
 
-def submitted_script(job: Job) -> str:
-    """The job's script as Slurm gets it: with the GPU sampler between its monitoring markers
-    when it asks for GPUs (jobs.gpu.monitoring); the job keeps the text its owner composed."""
-    return with_monitoring(job.script, job.job_dir, settings.SAMPLE_SECONDS)
-
-
-def test_only(account: ClusterAccount, script: str) -> slurm.WouldStart:
+def test_only(account: ClusterAccount, script: str) -> WouldStart:
     """Slurm's answer to the script without submitting it: when and where it would start."""
-    result = gateway.run(login_for(account), slurm.TEST_ONLY_ARGV, stdin=script)
+    result = gateway.run(login_for(account), TEST_ONLY_ARGV, stdin=script)
     if result.exit_status != 0:
-        raise Rejected(result.stderr.strip() or f"sbatch exited with status {result.exit_status}")
-    return slurm.parse_test_only(result.stderr)
+        raise SlurmRefused(
+            result.stderr.strip() or f"sbatch exited with status {result.exit_status}"
+        )
+    return parse_test_only(result.stderr)
 
 
 def cancel(job: Job) -> None:
     result = gateway.run(login_for(job.account), ["scancel", job.slurm_id])
     if result.exit_status != 0:
-        raise Rejected(result.stderr.strip() or f"scancel exited with status {result.exit_status}")
+        raise SlurmRefused(
+            result.stderr.strip() or f"scancel exited with status {result.exit_status}"
+        )
 
 
 def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snapshot:
@@ -143,11 +155,11 @@ def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snap
     keeps other jobs of the same user out of the answer.
     """
     login = login_for(account)
-    queue = gateway.run(login, slurm.squeue_argv(login.username))
-    # An hour's margin for clocks that disagree; the window is read in UTC (slurm.IN_UTC).
+    queue = gateway.run(login, squeue_argv(login.username))
+    # An hour's margin for clocks that disagree; the window is read in UTC (values.IN_UTC).
     window = (since - timedelta(hours=1)).astimezone(UTC).replace(tzinfo=None)
-    accounting = gateway.run(login, slurm.sacct_argv(login.username, window, slurm_ids))
-    return Snapshot(slurm.parse_squeue(queue.stdout), slurm.parse_sacct(accounting.stdout))
+    accounting = gateway.run(login, sacct_argv(login.username, window, slurm_ids))
+    return Snapshot(parse_squeue(queue.stdout), parse_sacct(accounting.stdout))
 
 
 def output_tail(job: Job, stream: str) -> bytes:
@@ -237,37 +249,10 @@ STOP_TAIL_BYTES = 4096  # the stop line is among the script's last words
 
 
 def stop_line(job: Job) -> str:
-    """The one line in which the job's script said why it stopped itself (jobs.compose.script's
-    portal_stop), or "" when it said none."""
+    """The one line in which the job's script said why it stopped itself (its portal_stop, see
+    jobs.script_markers), or "" when it said none."""
     path = f"{job.job_dir}/slurm-{_newest_part(job)}.err"
     tail = gateway.read_tail(login_for(job.account), path, STOP_TAIL_BYTES)
     lines = tail.decode(errors="replace").splitlines()
     said = [line for line in lines if line.startswith(STOP_MARK)]
     return said[-1].removeprefix(STOP_MARK).strip() if said else ""
-
-
-# What Slurm's terse refusals mean, in plain words; Slurm's own words always come first.
-EXPLANATIONS = {
-    "invalid partition": "The cluster has no partition of that name.",
-    "requested time limit is invalid": "The time asked for is over the partition's limit.",
-    "requested node configuration is not available": (
-        "No node of that partition has the GPUs, CPUs or memory asked for."
-    ),
-    "invalid account": "You may not bill that account: check the account name.",
-    "invalid generic resource": "The cluster has no GPUs of that type.",
-    "qosmaxsubmitjobperuserlimit": "You have as many jobs queued as the cluster allows.",
-}
-
-
-def plain_words(message: str) -> str:
-    lowered = message.casefold()
-    return next((text for key, text in EXPLANATIONS.items() if key in lowered), "")
-
-
-def explain(message: str) -> str:
-    if message.startswith("mkdir:"):  # SUBMIT's first step: sbatch never ran
-        return f"The job's folder could not be made on the cluster: {message}"
-    if message == NO_SBATCH:
-        return message
-    plain = plain_words(message)
-    return f"Slurm refused the job: {message}" + (f"\n{plain}" if plain else "")

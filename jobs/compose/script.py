@@ -15,14 +15,9 @@ from guidance.engine.shell import shell_path, variable_of
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE, cleanup_command
 from jobs.compose.script_spec import ScriptSpec, Stage
+from jobs.script_markers import MONITORING_START, MONITORING_STOP, STOP_MARK, STOP_STATUS
 
-MONITORING_START = "# >>> GPU monitoring starts here (added by the portal when it submits) >>>"
-MONITORING_STOP = "# <<< GPU monitoring stops here <<<"
 WARNING_SECONDS = 300  # how long before the time limit a checkpointing job hears SIGUSR1
-# A script that finds it cannot do its job (no data, a variable the site should have set) prints
-# one line that starts with this on stderr and exits with STOP_STATUS; the portal shows the line.
-STOP_MARK = "portal-stop:"
-STOP_STATUS = 66  # EX_NOINPUT
 # Always set in a Slurm job: a path may start with them without a check.
 ALWAYS_SET = frozenset({"HOME", "USER"})
 

@@ -1,5 +1,6 @@
-"""The composer's pages: compose with live advice and preview, download or save and submit;
-saved compositions; "check this path" on the cluster; and "Check my script" for a pasted one."""
+"""The composer's pages: compose with live advice and preview, download, or save and submit
+(queued for jobs/tasks.py); saved compositions; "check this path" and "check with Slurm" on the
+cluster, while the user waits; and "Check my script" for a pasted one."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -8,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.models import Cluster
+from jobs import tasks
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import path_check
@@ -15,8 +17,7 @@ from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose as compose_script
 from jobs.compose.slurm_check import validate
-from jobs.models import ClusterAccount, Composition, SiteTemplate
-from jobs.views import start_submission
+from jobs.models import ClusterAccount, Composition, Job, SiteTemplate, no_login
 
 SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
 
@@ -108,6 +109,25 @@ def _save(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpR
     return redirect(composition)
 
 
+def start_submission(request: HttpRequest, composition: Composition, cluster) -> HttpResponse:
+    """Queues the composition's script for submission; the job's page follows it from there."""
+    account = ClusterAccount.objects.login_of(request.user, cluster)
+    if account is None:
+        to = f"to submit; your composition “{composition.name}” is saved"
+        messages.error(request, no_login(cluster, to))
+        return redirect("jobs:accounts")
+    job = Job.objects.create(
+        owner=request.user,
+        account=account,
+        composition=composition,
+        name=composition.fields.get("job_name") or "job",
+        script=composition.script,
+    )
+    job.events.create(state=job.state, detail="Queued for submission.")
+    tasks.queue_submission(job)
+    return redirect(job)
+
+
 def _storable(form: ComposeForm) -> dict:
     """The form's values as the user typed them, to fill the form again later."""
     return {name: form.data.get(name) for name in form.fields if name in form.data}
@@ -168,9 +188,9 @@ def _path_check(request: HttpRequest) -> dict:
     cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
     if cluster is None or not path:
         return {"cluster": cluster, "problem": "Choose a cluster and enter a data path first."}
-    account = ClusterAccount.objects.filter(owner=request.user, cluster=cluster).first()
+    account = ClusterAccount.objects.login_of(request.user, cluster)
     if account is None:
-        return {"cluster": cluster, "needs_login": True}
+        return {"problem": no_login(cluster, "to check paths there"), "needs_login": True}
     try:
         found = remote.check_path(account, path, path_check.fallbacks(cluster, account.username))
     except ClusterError as error:

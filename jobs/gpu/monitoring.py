@@ -1,6 +1,6 @@
 """GPU monitoring in a submitted script: the bash that runs the sampler on every node of the job.
 
-jobs/compose/script.py leaves two marker lines (MONITORING_START, MONITORING_STOP) with nothing
+jobs/compose/script.py leaves two marker lines (jobs/script_markers.py) with nothing
 between them; a downloaded script keeps them empty, and the start marker itself tells its reader
 that the portal adds monitoring when it submits. with_monitoring() fills them in when the portal
 submits a job that asks for GPUs. The block writes jobs/gpu/sampler/portal_gpu_sampler.py into the
@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path
 
-from jobs.compose.script import MONITORING_START, MONITORING_STOP
+from jobs.script_markers import MONITORING_START, MONITORING_STOP
 
 SAMPLER = Path(__file__).resolve().parent / "sampler" / "portal_gpu_sampler.py"
 HEREDOC_END = "PORTAL_GPU_SAMPLER_PY"

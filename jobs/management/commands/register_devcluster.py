@@ -97,7 +97,7 @@ class Command(BaseCommand):
         )
 
     def _account(self, user, cluster: Cluster, env: dict[str, str]) -> ClusterAccount:
-        account = ClusterAccount.objects.filter(owner=user, cluster=cluster).first()
+        account = ClusterAccount.objects.login_of(user, cluster)
         if account is None:
             pair = keys.generate_keypair()
             account = ClusterAccount.objects.create(

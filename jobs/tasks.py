@@ -1,18 +1,24 @@
-"""Celery tasks: thin, safe to run twice. They take primary keys, call jobs.cluster.remote, and
-save."""
+"""Celery tasks: thin, safe to run twice. They take primary keys, load, call the cluster through
+jobs.cluster.remote, and save. They sit above jobs.cluster and jobs.gpu, which they orchestrate:
+a submission gets its GPU monitoring here, a poll reads the jobs' states and then their GPU
+samples."""
 
 import logging
 from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from guidance.engine.slurm_refusals import explain_failed_submission
 from jobs.cluster import remote, tracking
 from jobs.cluster.errors import ClusterError
-from jobs.compose.script import STOP_STATUS
 from jobs.gpu import sample_files
+from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState
+from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +33,13 @@ SUBMIT_FIELDS = (
 )  # fmt: skip
 
 
-# Task names travel in broker messages and beat's schedule: they stay what they were before the
-# module moved, so that tasks queued by an older portal still run after an upgrade.
+def queue_submission(job: Job) -> None:
+    """Hands the job to a worker once the transaction that saved it commits."""
+    transaction.on_commit(lambda: submit_job.delay(job.pk))
+
+
+# Task names travel in broker messages and beat's schedule: written out, so that moving this
+# module later cannot strand the tasks an older portal queued.
 @shared_task(name="jobs.tasks.submit_job", bind=True, max_retries=len(RETRY_DELAYS), acks_late=True)
 def submit_job(self, job_id: int) -> None:
     job = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS).get(pk=job_id)
@@ -39,9 +50,9 @@ def submit_job(self, job_id: int) -> None:
         job.submit_started = timezone.now()
         Job.objects.filter(pk=job.pk).update(submit_started=job.submit_started)
     try:
-        slurm_id = remote.submit(job, look_first)
-    except remote.Rejected as rejected:
-        job.submission_failed(remote.explain(rejected.message))
+        slurm_id = remote.submit(job, submitted_script(job), look_first)
+    except remote.SlurmRefused as refused:
+        job.submission_failed(explain_failed_submission(refused.message))
     except ClusterError as error:
         if error.retryable and self.request.retries < self.max_retries:
             job.events.create(state=job.state, detail=f"{error.message} Trying again.")
@@ -49,6 +60,12 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)
+
+
+def submitted_script(job: Job) -> str:
+    """The job's script as Slurm gets it: with the GPU sampler between its monitoring markers
+    when it asks for GPUs (jobs.gpu.monitoring); the job keeps the text its owner composed."""
+    return with_monitoring(job.script, job.job_dir, settings.SAMPLE_SECONDS)
 
 
 @shared_task(name="jobs.tasks.poll_clusters")
