@@ -1,0 +1,1 @@
+"""The jobs app: composing Slurm jobs, submitting and following them, and their GPU use."""

@@ -1,0 +1,1 @@
+"""The guidance app's schema, as makemigrations wrote it."""

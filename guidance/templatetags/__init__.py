@@ -1,0 +1,1 @@
+"""Template filters of the guidance pages: Markdown, hours, sizes, a lookup by key."""

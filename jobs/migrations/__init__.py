@@ -1,0 +1,1 @@
+"""The jobs app's schema, as makemigrations wrote it."""

@@ -1,0 +1,1 @@
+"""The project's own schema (API tokens), as makemigrations wrote it."""

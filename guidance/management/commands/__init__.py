@@ -1,0 +1,1 @@
+"""seed_guidance: load the published guidance of the clusters the portal ships with."""

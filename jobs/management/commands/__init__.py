@@ -1,0 +1,1 @@
+"""seed_templates and register_devcluster: the site templates, and the local dev cluster."""

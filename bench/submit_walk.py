@@ -1,0 +1,61 @@
+"""The walk of one submission through the portal's modules: which of its modules the Celery
+task's work enters, in order (a module entered again right away counts once), on the local
+cluster with the connection already open. A GPU job, so that the monitoring block is filled in.
+Usage: .venv/bin/python bench/submit_walk.py
+"""
+
+import sys
+
+from cluster_setup import ROOT, portal_with_local_cluster
+
+SCRIPT = (
+    "#!/bin/bash\n#SBATCH --hold\n#SBATCH --gres=gpu:a100:1\n"
+    "#SBATCH --output=portal-jobs/walk/slurm-%j.out\n"
+    "# >>> GPU monitoring starts here (added by the portal when it submits) >>>\n"
+    "# <<< GPU monitoring stops here <<<\ntrue\n"
+)
+OURS = tuple(str(ROOT / package) for package in ("jobs", "guidance", "portal"))
+
+
+def _walk(submit) -> list[str]:
+    walk: list[str] = []
+
+    def record(frame, event, arg):
+        path = frame.f_code.co_filename
+        if event == "call" and path.startswith(OURS):
+            module = path.removeprefix(str(ROOT) + "/").removesuffix(".py").replace("/", ".")
+            if not walk or walk[-1] != module:
+                walk.append(module)
+
+    sys.setprofile(record)
+    try:
+        submit()
+    finally:
+        sys.setprofile(None)
+    return walk
+
+
+def main() -> None:
+    account = portal_with_local_cluster()
+    from jobs import tasks
+    from jobs.cluster.gateway import gateway
+    from jobs.cluster.remote import login_for
+    from jobs.models import Job
+
+    def submit() -> Job:
+        job = Job.objects.create(owner=account.owner, account=account, name="walk", script=SCRIPT)
+        tasks.submit_job.apply(args=[job.pk])
+        job.refresh_from_db()
+        assert job.slurm_id, job.message
+        return job
+
+    submit()  # warm: connection open, code loaded, the sampler's source read
+    job = Job.objects.create(owner=account.owner, account=account, name="walk", script=SCRIPT)
+    walk = _walk(lambda: tasks.submit_job.apply(args=[job.pk]))
+    print(" -> ".join(walk))
+    print(f"{len(walk)} module entries, {len(set(walk))} modules")
+    gateway.run(login_for(account), ["scancel", "--user", account.username, "--state", "PENDING"])
+
+
+if __name__ == "__main__":
+    main()
