@@ -49,12 +49,14 @@ def main() -> None:
         assert job.slurm_id, job.message
         return job
 
-    submit()  # warm: connection open, code loaded, the sampler's source read
+    warm = submit()  # connection open, code loaded, the sampler's source read
     job = Job.objects.create(owner=account.owner, account=account, name="walk", script=SCRIPT)
     walk = _walk(lambda: tasks.submit_job.apply(args=[job.pk]))
+    job.refresh_from_db()
     print(" -> ".join(walk))
     print(f"{len(walk)} module entries, {len(set(walk))} modules")
-    gateway.run(login_for(account), ["scancel", "--user", account.username, "--state", "PENDING"])
+    # Its own jobs only: other work of the test user may be queued on the cluster.
+    gateway.run(login_for(account), ["scancel", warm.slurm_id, job.slurm_id])
 
 
 if __name__ == "__main__":
