@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 
 from guidance.engine import DataKind
 from guidance.engine.data import archive_command, kind_from_name
-from guidance.models import JobEnvironment
+from guidance.models import JobEnvironment, StorageTier
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 
@@ -160,6 +160,46 @@ def test_an_admins_edit_of_the_job_environment_reaches_the_script(seeded, staff_
     response = staff_client.post(f"/admin/guidance/jobenvironment/{environment.pk}/change/", data)
     assert response.status_code == 200
     assert "nothing else" in response.content.decode()
+
+
+# Inference on the processing cluster reads its data in place; its virtualenv is built on the node.
+READ_IN_PLACE_WITH_VENV = {
+    "cluster": "processing",
+    "workload": "inference",
+    "data_path": "$HOME/data.tar",
+    "environment": "requirements",
+    "environment_path": "$HOME/requirements.txt",
+}
+TWO_NODES = {"nodes": "2", "gpu_count": "8", "multi_gpu": "on", "gpu_mem_gb": "20"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "node_local", "work_dir", "removed"),
+    [
+        (READ_IN_PLACE_WITH_VENV, True, "$SCRATCH/$SLURM_JOB_ID", True),
+        (READ_IN_PLACE_WITH_VENV, False, "${TMPDIR:-/tmp}/portal-$SLURM_JOB_ID", True),
+        (READ_IN_PLACE_WITH_VENV | TWO_NODES, True, "$SCRATCH/$SLURM_JOB_ID", True),
+        # Narval's $SLURM_TMPDIR is the job's own: the scheduler removes it.
+        (
+            READ_IN_PLACE_WITH_VENV | {"cluster": "narval", "data_path": "$PROJECT/d.tar"},
+            True,
+            "$SLURM_TMPDIR",
+            False,
+        ),
+    ],
+)
+def test_a_virtualenv_built_on_the_node_goes_with_the_jobs_folder(
+    seeded, changes, node_local, work_dir, removed
+):
+    if not node_local:
+        StorageTier.objects.filter(cluster__slug="processing", kind="node_local").delete()
+    form, composed = _compose(seeded, **(changes | {"dataset_gb": "500"}))
+    assert composed is not None, form.errors
+    assert composed.recommendation.storage.placement == "shared"
+    script = composed.script
+    assert f'WORK_DIR="{work_dir}"' in script
+    assert ('rm -rf "$WORK_DIR" || true' in script) == removed
+    assert ("node_cleaners=$!" in script) == ("nodes" in changes)
 
 
 def test_each_cluster_page_publishes_what_its_jobs_get(seeded, user_client):
