@@ -1,7 +1,7 @@
 """What the JSON API takes and answers: the job as clients send it, the recommendation as
 machines read it, and the one shape of its errors."""
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from typing import Any
 
 from ninja import Field, Schema
@@ -10,6 +10,7 @@ from pydantic import ConfigDict, field_validator
 from guidance import engine, models
 from guidance.engine.sources import Source
 from guidance.engine.types import Recommendation, Step
+from jobs.compose.forms import BUILD_ON_NODE
 
 # --- Errors ------------------------------------------------------------------------------
 
@@ -271,6 +272,9 @@ class ScriptIn(JobIn):
     environment: str = Field("none", description="none, venv or requirements.")
     environment_path: str = Field("", max_length=1000)
     mail_user: str = Field("", max_length=254, description="E-mail on end or failure.")
+
+    def job_spec(self) -> engine.JobSpec:
+        return replace(super().job_spec(), builds_environment=self.environment == BUILD_ON_NODE)
 
     @field_validator("data_path")
     @classmethod

@@ -73,6 +73,33 @@ def test_a_padded_data_path_is_planned_as_the_page_plans_it(client, seeded, head
     assert "DATA_SOURCE=/project/def-someuser/images.zip" in body["script"]
 
 
+# Inference on the processing cluster reads its data in place, from $HOME.
+READ_IN_PLACE = {
+    "cluster": "processing",
+    "workload": "inference",
+    "dataset_gb": 500,
+    "file_count": 0,
+    "hours": 2,
+    "checkpointing": False,
+    "modules": [],
+    "data_path": "$HOME/data.tar",
+}
+
+
+def test_the_plan_shows_the_clean_up_of_a_virtualenv_built_on_the_node(client, seeded, headers):
+    # The virtualenv goes to the $SCRATCH every job on the node shares: the job removes it.
+    built = {"environment": "requirements", "environment_path": "$HOME/requirements.txt"}
+    body = _post(client, headers, **READ_IN_PLACE, **built).json()
+    storage = body["recommendation"]["storage"]
+    assert storage["kind"] == "shared" and storage["staging"] == []
+    assert storage["cleanup"]["command"] == 'rm -rf "$WORK_DIR"'
+    assert 'WORK_DIR="$SCRATCH/$SLURM_JOB_ID"' in body["script"]
+    assert '    rm -rf "$WORK_DIR" || true' in body["script"]
+    plain = _post(client, headers, **READ_IN_PLACE).json()
+    assert plain["recommendation"]["storage"]["cleanup"] is None
+    assert "WORK_DIR" not in plain["script"]
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [

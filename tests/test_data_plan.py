@@ -9,9 +9,7 @@ from django.core.exceptions import ValidationError
 
 from guidance.engine import DataKind
 from guidance.engine.data import archive_command, kind_from_name
-from guidance.models import JobEnvironment
-from jobs.cluster.remote import PathCheck
-from jobs.compose import path_check
+from guidance.models import JobEnvironment, StorageTier
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 
@@ -164,22 +162,44 @@ def test_an_admins_edit_of_the_job_environment_reaches_the_script(seeded, staff_
     assert "nothing else" in response.content.decode()
 
 
+# Inference on the processing cluster reads its data in place; its virtualenv is built on the node.
+READ_IN_PLACE_WITH_VENV = {
+    "cluster": "processing",
+    "workload": "inference",
+    "data_path": "$HOME/data.tar",
+    "environment": "requirements",
+    "environment_path": "$HOME/requirements.txt",
+}
+TWO_NODES = {"nodes": "2", "gpu_count": "8", "multi_gpu": "on", "gpu_mem_gb": "20"}
+
+
 @pytest.mark.parametrize(
-    ("found", "chosen", "ok", "words"),
+    ("changes", "node_local", "work_dir", "removed"),
     [
-        (PathCheck("/p/d", "folder", 2000), "", True, "a folder of 2,000 files"),
-        (PathCheck("/p/d", "folder", 100_001), "", True, "more than 100,000 files"),
-        (PathCheck("/p/d", "folder", 3), "archive", False, "choose 'A folder'"),
-        (PathCheck("/p/d.tar", "file", 5_000_000), "", True, "an archive"),
-        (PathCheck("/p/d.h5", "file", 5_000_000), "", True, "a single file"),
-        (PathCheck("/p/d", "file", 5_000_000), "", False, "not a folder"),
-        (PathCheck("/p/x", "missing"), "", False, "the job would stop at once"),
-        (PathCheck("", "unset", variable="PROJECT"), "", False, "no $PROJECT outside jobs"),
+        (READ_IN_PLACE_WITH_VENV, True, "$SCRATCH/$SLURM_JOB_ID", True),
+        (READ_IN_PLACE_WITH_VENV, False, "${TMPDIR:-/tmp}/portal-$SLURM_JOB_ID", True),
+        (READ_IN_PLACE_WITH_VENV | TWO_NODES, True, "$SCRATCH/$SLURM_JOB_ID", True),
+        # Narval's $SLURM_TMPDIR is the job's own: the scheduler removes it.
+        (
+            READ_IN_PLACE_WITH_VENV | {"cluster": "narval", "data_path": "$PROJECT/d.tar"},
+            True,
+            "$SLURM_TMPDIR",
+            False,
+        ),
     ],
 )
-def test_a_checked_path_is_told_against_the_plan(found, chosen, ok, words):
-    said_ok, said = path_check.describe(found, "Narval", chosen)
-    assert said_ok == ok and words in said
+def test_a_virtualenv_built_on_the_node_goes_with_the_jobs_folder(
+    seeded, changes, node_local, work_dir, removed
+):
+    if not node_local:
+        StorageTier.objects.filter(cluster__slug="processing", kind="node_local").delete()
+    form, composed = _compose(seeded, **(changes | {"dataset_gb": "500"}))
+    assert composed is not None, form.errors
+    assert composed.recommendation.storage.placement == "shared"
+    script = composed.script
+    assert f'WORK_DIR="{work_dir}"' in script
+    assert ('rm -rf "$WORK_DIR" || true' in script) == removed
+    assert ("node_cleaners=$!" in script) == ("nodes" in changes)
 
 
 def test_each_cluster_page_publishes_what_its_jobs_get(seeded, user_client):
@@ -207,11 +227,6 @@ def test_a_site_may_not_redefine_the_shells_own_variables(seeded, name):
     environment.variables = f"{name}=/opt/x"
     with pytest.raises(ValidationError, match="leave it out"):
         environment.full_clean()
-
-
-def test_an_unknown_chosen_kind_is_taken_from_the_name():
-    ok, said = path_check.describe(PathCheck("/p/d.tar", "file", 10), "Narval", "tape")
-    assert ok and "taken as an archive" in said
 
 
 def test_without_javascript_the_path_check_answers_in_the_page(seeded, user_client):

@@ -1,8 +1,9 @@
-"""Where the data lives during the job: the size tiers, small files, staging and copy-back."""
+"""Where the data lives during the job: size tiers, small files, staging, copy-back, clean-up."""
 
 import pytest
 
 from guidance.engine import Placement, TierKind, Workload, sources
+from guidance.engine.storage import cleanup_command
 from tests.engine_helpers import advise, codes, note
 
 DOC_001_TIERS = sources.DATASET_SIZE_TIERS
@@ -119,6 +120,64 @@ def test_shared_local_scratch_is_cleaned_up_and_results_copied_to_project():
     assert rec.storage.cleanup.source == sources.PROCESSING_CLEANUP
     assert rec.storage.copy_back.source == sources.PROCESSING_CLEANUP
     assert rec.storage.results_tier.name == "Project data folders"
+
+
+RM_WORK_DIR = 'rm -rf "$WORK_DIR"'
+
+
+@pytest.mark.parametrize(
+    ("slug", "fields", "work_path", "cleanup"),
+    [
+        # Staged on a per-job tier: the scheduler removes it.
+        ("narval", {"dataset_gb": 50}, "$SLURM_TMPDIR", None),
+        # Read in place, a virtualenv built on the same per-job tier.
+        ("narval", {"dataset_gb": 500, "builds_environment": True}, "$SLURM_TMPDIR", None),
+        # Staged on a tier every job on the node shares.
+        ("processing", {"dataset_gb": 50}, "$SCRATCH", RM_WORK_DIR),
+        # Read in place: no folder on the node, unless a virtualenv is built there.
+        ("processing", {"workload": Workload.INFERENCE, "dataset_gb": 50}, "$SCRATCH", None),
+        (
+            "processing",
+            {"workload": Workload.INFERENCE, "dataset_gb": 50, "builds_environment": True},
+            "$SCRATCH",
+            RM_WORK_DIR,
+        ),
+        # No node-local storage: a virtualenv goes to the node's /tmp, which no one clears.
+        ("dgx", {"dataset_gb": 50, "builds_environment": True}, None, RM_WORK_DIR),
+        ("dgx", {"dataset_gb": 5, "builds_environment": True}, None, RM_WORK_DIR),  # in memory
+        ("dgx", {"dataset_gb": 50}, None, None),
+    ],
+)
+def test_the_plan_removes_the_jobs_folder_on_the_node_where_no_one_else_does(
+    slug, fields, work_path, cleanup
+):
+    storage = advise(slug, **fields).storage
+    assert (storage.work_tier.path if storage.work_tier else None) == work_path
+    assert (storage.cleanup.command if storage.cleanup else None) == cleanup
+
+
+def test_a_virtualenvs_folder_is_removed_for_its_own_reason():
+    spec = {"workload": Workload.INFERENCE, "dataset_gb": 50, "builds_environment": True}
+    cleanup = advise("processing", **spec).storage.cleanup
+    assert (cleanup.action, cleanup.reason) == (
+        "Remove the job's folder on the node",
+        "Other jobs need the space.",
+    )
+    assert cleanup.source == sources.PROCESSING_CLEANUP
+    staged = advise("processing", dataset_gb=50).storage.cleanup
+    assert staged.action == "Remove the staged data when the job ends"
+
+
+@pytest.mark.parametrize(
+    "fields", [{"dataset_gb": 50}, {"dataset_gb": 500, "builds_environment": True}]
+)
+def test_on_two_nodes_a_task_on_each_other_node_removes_its_folder(fields):
+    two_nodes = {"nodes": 2, "multi_gpu": True, "gpu_count": 8}
+    cleanup = advise("processing", **fields, **two_nodes).storage.cleanup
+    assert cleanup.command == cleanup_command(2)
+    assert cleanup.command.startswith(
+        "srun --overlap --disable-status --nodes=$((SLURM_NNODES - 1))"
+    )
 
 
 def test_data_on_nearline_must_be_recalled_first():

@@ -119,8 +119,10 @@ def plan_storage(
             archive,
             reason,
             source,
+            cleanup=_cleanup(spec, node_local, staged=False),
             results_tier=results_tier,
             data_kind=kind,
+            work_tier=node_local,  # for a virtualenv built in the job, wherever the data is read
         )
     stage_tier = node_local or cluster.tier(TierKind.MEMORY)
     return StoragePlan(
@@ -131,9 +133,10 @@ def plan_storage(
         source,
         staging=_staging(spec, stage_tier, kind),
         copy_back=_copy_back(stage_tier, results_tier),
-        cleanup=_cleanup(stage_tier, spec.nodes),
+        cleanup=_cleanup(spec, stage_tier, staged=stage_tier is not None),
         results_tier=results_tier,
         data_kind=kind,
+        work_tier=stage_tier,
     )
 
 
@@ -290,12 +293,24 @@ def _copy_back(stage: StorageTier | None, results: StorageTier | None) -> Step |
     )
 
 
-def _cleanup(stage: StorageTier | None, nodes: int) -> Step | None:
-    if stage is None or stage.per_job:
+def _cleanup(spec: JobSpec, tier: StorageTier | None, staged: bool) -> Step | None:
+    """Removes the job's folder on the node, if it keeps one (for the staged data, or for a
+    virtualenv built in the job) and the scheduler does not remove it."""
+    if not (staged or spec.builds_environment):
+        return None
+    # Without a tier, or a path for it, the script keeps its folder in the node's own /tmp.
+    if tier is not None and tier.path and tier.per_job:
         return None  # the scheduler removes a per-job directory itself
+    if staged and tier.path:
+        return Step(
+            "Remove the staged data when the job ends",
+            cleanup_command(spec.nodes),
+            f"{tier.path} is shared by everybody's jobs on the node: clean up so it stays free.",
+            sources.PROCESSING_CLEANUP,
+        )
     return Step(
-        "Remove the staged data when the job ends",
-        cleanup_command(nodes),
-        f"{stage.path} is shared by everybody's jobs on the node: clean up so it stays free.",
+        "Remove the job's folder on the node",
+        cleanup_command(spec.nodes),
+        "Other jobs need the space.",
         sources.PROCESSING_CLEANUP,
     )

@@ -199,6 +199,8 @@ class JobSpec:
     nodes: int = 1
     expects_full_utilization: bool = False
     similar_runs: int = 1
+    # The job builds a virtualenv on the node (from a requirements file): it keeps a folder there.
+    builds_environment: bool = False
 
 
 # --- What the engine says back -----------------------------------------------------------
@@ -233,10 +235,18 @@ class StoragePlan:
     source: Source
     staging: tuple[Step, ...] = ()
     copy_back: Step | None = None
-    cleanup: Step | None = None
+    cleanup: Step | None = None  # removes the job's folder on the node, where no one else does
     # Where the job's results and checkpoints should end up, to outlive the job.
     results_tier: StorageTier | None = None
     data_kind: DataKind = DataKind.FOLDER
+    # Holds the job's own folder on the node, should it keep one (the staged data, a virtualenv
+    # built in the job); None, or a tier without a path: the node's own /tmp.
+    work_tier: StorageTier | None = None
+
+    @property
+    def staged(self) -> bool:
+        """The job copies the data to the node: a tier there holds it."""
+        return self.placement != Placement.SHARED and self.tier is not None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from guidance.engine.data_path import PathCheck
 from guidance.engine.shell import split_path
 from guidance.engine.slurm_refusals import NO_SBATCH
 from jobs.cluster import keys
@@ -201,14 +202,6 @@ elif [ -e "$p" ]; then echo other
 else echo missing
 fi
 """
-
-
-@dataclass(frozen=True)
-class PathCheck:
-    path: str  # as the cluster expands it
-    what: str  # folder | file | other | missing | unset
-    count: int | None = None  # files in a folder (up to 100,001), or a file's bytes
-    variable: str = ""  # the variable that was not set
 
 
 def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) -> PathCheck:

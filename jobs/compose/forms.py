@@ -14,10 +14,11 @@ from jobs.compose import script, script_spec
 NAME_RULE = (
     "Use letters, digits, '.', '_', '+' or '-' (no spaces), starting with a letter or digit."
 )
+BUILD_ON_NODE = "requirements"  # the job builds its virtualenv: the plan keeps a folder for it
 ENVIRONMENTS = [
     ("none", "None: the login environment, and the modules above if any"),
     ("venv", "Activate an existing virtualenv"),
-    ("requirements", "Build a virtualenv on the node from a requirements file"),
+    (BUILD_ON_NODE, "Build a virtualenv on the node from a requirements file"),
 ]
 
 
@@ -137,4 +138,5 @@ class ComposeForm(AdviceForm):
             super().job_spec(),
             data_path=data.get("data_path", ""),
             data_kind=DataKind(kind) if kind else None,
+            builds_environment=data.get("environment") == BUILD_ON_NODE,
         )

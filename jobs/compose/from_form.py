@@ -3,10 +3,10 @@
 from dataclasses import dataclass
 
 from guidance import engine
-from guidance.engine import Placement, Recommendation, TierKind
+from guidance.engine import Placement, Recommendation
 from guidance.engine.slurm_time import format_time, parse_seconds
 from guidance.facts import cluster_facts
-from jobs.compose.forms import ComposeForm
+from jobs.compose.forms import BUILD_ON_NODE, ComposeForm
 from jobs.compose.script import render, resource_options
 from jobs.compose.script_spec import ScriptError, ScriptSpec, Stage
 
@@ -53,9 +53,7 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         array = f"1-{rec.spec.similar_runs}"
     else:
         array = ""
-    staged = storage.placement != Placement.SHARED and storage.tier is not None
-    # Node-local storage also holds a virtualenv built in the job, wherever the data is read.
-    node_tier = storage.tier if staged else rec.cluster.tier(TierKind.NODE_LOCAL)
+    work_tier = storage.work_tier
     environment = rec.cluster.environment
     return ScriptSpec(
         cluster=rec.cluster.name,
@@ -75,12 +73,10 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         mail_user=data.get("mail_user", ""),
         modules=tuple(data.get("modules", ())),
         venv=data["environment_path"] if data.get("environment") == "venv" else "",
-        requirements=(
-            data["environment_path"] if data.get("environment") == "requirements" else ""
-        ),
-        placement=storage.placement if staged else Placement.SHARED,
-        stage_root=node_tier.path if node_tier else "",
-        stage_per_job=node_tier.per_job if node_tier else True,
+        requirements=data["environment_path"] if data.get("environment") == BUILD_ON_NODE else "",
+        placement=storage.placement if storage.staged else Placement.SHARED,
+        stage_root=work_tier.path if work_tier else "",
+        stage_per_job=work_tier.per_job if work_tier else True,
         data_source=data.get("data_path", ""),
         data_kind=storage.data_kind,
         site_variables=environment.variables,
@@ -88,9 +84,9 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         python_builder=environment.python_builder,
         results_dest=data["results_dir"],
         command=data["command"],
-        staging=tuple(_stage(s) for s in storage.staging) if staged else (),
-        copy_back=_stage(storage.copy_back) if staged and storage.copy_back else None,
-        cleanup=_stage(storage.cleanup) if staged and storage.cleanup else None,
+        staging=tuple(_stage(s) for s in storage.staging),
+        copy_back=_stage(storage.copy_back) if storage.copy_back else None,
+        cleanup=_stage(storage.cleanup) if storage.cleanup else None,
         reasons=tuple(
             f"{what}: {' '.join(reason.split())}"
             for what, reason in [

@@ -13,8 +13,8 @@ from guidance.engine import DataKind, Placement, PythonBuilder
 from guidance.engine.data import file_name
 from guidance.engine.shell import shell_path, variable_of
 from guidance.engine.slurm_time import parse_seconds
-from guidance.engine.storage import ON_EVERY_NODE, cleanup_command
-from jobs.compose.script_spec import ScriptSpec, Stage
+from guidance.engine.storage import ON_EVERY_NODE
+from jobs.compose.script_spec import ScriptSpec
 from jobs.script_markers import MONITORING_START, MONITORING_STOP, STOP_MARK, STOP_STATUS
 
 WARNING_SECONDS = 300  # how long before the time limit a checkpointing job hears SIGUSR1
@@ -110,10 +110,6 @@ def _work_dir(spec: ScriptSpec) -> str:
     return spec.stage_root if spec.stage_per_job else f"{spec.stage_root}/$SLURM_JOB_ID"
 
 
-def _cleans_work_dir(spec: ScriptSpec) -> bool:
-    return _uses_work_dir(spec) and not (spec.stage_root and spec.stage_per_job)
-
-
 def _site(spec: ScriptSpec) -> list[str]:
     """What the site gives every job: a fallback where the login environment may lack a value,
     and an early stop, in words, where only the scheduler could have set one."""
@@ -201,7 +197,7 @@ def _check_data(spec: ScriptSpec) -> list[str]:
 
 
 def _finish(spec: ScriptSpec) -> list[str]:
-    cleanup = _cleanup(spec)
+    cleanup = spec.cleanup
     several = cleanup is not None and spec.nodes > 1
     lines = [
         "",
@@ -240,29 +236,19 @@ def _finish(spec: ScriptSpec) -> list[str]:
     return lines
 
 
-def _cleanup(spec: ScriptSpec) -> Stage | None:
-    if spec.cleanup is None and _cleans_work_dir(spec):
-        return Stage(
-            "Remove the job's folder on the node: other jobs need the space.",
-            cleanup_command(spec.nodes),
-        )
-    return spec.cleanup
-
-
 def _folders(spec: ScriptSpec) -> list[str]:
     lines = [
         "",
         "# Made once the exit trap is set, which cleans them up whatever happens next.",
         'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
     ]
-    cleanup = _cleanup(spec)
-    if cleanup and spec.nodes > 1:
+    if spec.cleanup and spec.nodes > 1:
         lines += [
             "# A task on each other node, for as long as the job runs, removes the job's folder",
             "# there when it ends: cancelled or out of time, Slurm starts no new step but signals",
             "# this one. The batch node removes its own after copying the results back.",
             "export WORK_DIR",
-            f"{cleanup.command} </dev/null >/dev/null 2>&1 &",
+            f"{spec.cleanup.command} </dev/null >/dev/null 2>&1 &",
             "node_cleaners=$!",
         ]
     return lines

@@ -78,7 +78,7 @@ class ScriptSpec:
     results_dest: str = ""
     staging: tuple[Stage, ...] = ()
     copy_back: Stage | None = None
-    cleanup: Stage | None = None
+    cleanup: Stage | None = None  # removes the job's folder on the node (the plan says when)
     reasons: tuple[str, ...] = field(default=(), compare=False)
 
     @property

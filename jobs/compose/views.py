@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from guidance.engine import data_path
 from guidance.models import Cluster
 from jobs import tasks
 from jobs.cluster import remote
@@ -195,7 +196,7 @@ def _path_check(request: HttpRequest) -> dict:
         found = remote.check_path(account, path, path_check.fallbacks(cluster, account.username))
     except ClusterError as error:
         return {"cluster": cluster, "problem": error.message}
-    ok, said = path_check.describe(found, cluster.name, request.POST.get("data_kind", ""))
+    ok, said = data_path.describe(found, cluster.name, request.POST.get("data_kind", ""))
     return {"cluster": cluster, "ok": ok, "said": said}
 
 

@@ -1,8 +1,7 @@
-"""How well a job used what it asked for, as seff reports it plus its GPUs, and what to ask for
-next time. The report and its suggestions are pure; the functions at the end read the database
-(the job's GPUs and samples) and keep Job.gpu_warning up to date."""
+"""The efficiency report and the GPU panel of a job, from the database: the job's accounting,
+its GPUs and samples, turned into the engine's facts (guidance.engine.efficiency judges them);
+and Job.gpu_warning, kept up to date."""
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,203 +11,17 @@ from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
 from guidance import engine
-from guidance.engine import sources
-from guidance.engine.gpu_use import (
-    FEWER_GPUS,
-    GpuAdvice,
-    GpuUse,
-    advise,
-    card_memory_gb,
-    find_gpu_type,
-    gpus_needed,
-    mean_of,
-    other_gpu_type,
-    peak_memory_gb,
+from guidance.engine.efficiency import (
+    JobFacts,
+    Report,
+    apply,  # noqa: F401  (jobs.views applies the report's suggestions through this module)
+    report,
 )
-from guidance.engine.slurm_time import format_time
-from guidance.engine.sources import Source
+from guidance.engine.gpu_use import GpuAdvice, GpuUse, advise
 from guidance.facts import cluster_facts
 from guidance.models import Cluster, Policy
 from jobs.gpu import chart
 from jobs.models import GpuDevice, GpuSample, Job, JobState
-
-# A quarter more than the last run took: runs vary, and a job killed at its limit loses its work.
-TIME_MARGIN = 1.25
-# A job that ran out of time gets half as much again.
-TIMEOUT_FACTOR = 1.5
-
-
-@dataclass(frozen=True)
-class JobFacts:
-    """What Slurm accounted for a finished job (sacct)."""
-
-    gpus: int | None = None
-    cpus: int | None = None
-    elapsed_seconds: int | None = None
-    time_limit_seconds: int | None = None
-    cpu_seconds: float | None = None
-    max_rss_mb: float | None = None
-    requested_memory_mb: float | None = None
-    gpu_type: str = ""
-    timed_out: bool = False
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    field: str  # the composer's field it changes
-    value: str  # as the composer's form takes it
-    change: str  # in a few words, for the button's list
-    reason: str
-    source: Source | None = None
-
-
-@dataclass(frozen=True)
-class Report:
-    facts: JobFacts
-    gpus: tuple[GpuUse, ...]
-    target: int
-    gpu_mean: float | None
-    under_target_percent: float | None  # share of the sampled time under the target
-    peak_memory_gb: float | None
-    card_memory_gb: float | None
-    cpu_percent: float | None
-    memory_percent: float | None
-    time_percent: float | None
-    suggestions: tuple[Suggestion, ...]
-
-    # As seff prints them: H:MM:SS.
-    @property
-    def elapsed(self) -> str:
-        return clock(self.facts.elapsed_seconds)
-
-    @property
-    def time_limit(self) -> str:
-        return clock(self.facts.time_limit_seconds)
-
-    @property
-    def cpu_time(self) -> str:
-        return clock(self.facts.cpu_seconds)
-
-    @property
-    def core_walltime(self) -> str:
-        return clock(_product(self.facts.cpus, self.facts.elapsed_seconds))
-
-
-def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: engine.Cluster) -> Report:
-    target = cluster.policy.utilization_target_percent
-    known = [u for u in uses if u.known]
-    sampled = sum(u.seconds for u in known)
-    return Report(
-        facts=facts,
-        gpus=tuple(uses),
-        target=target,
-        gpu_mean=mean_of(uses),
-        under_target_percent=(
-            100 * sum(u.under_seconds for u in known) / sampled if sampled else None
-        ),
-        peak_memory_gb=peak_memory_gb(uses),
-        card_memory_gb=card_memory_gb(uses),
-        cpu_percent=_percent(facts.cpu_seconds, _product(facts.cpus, facts.elapsed_seconds)),
-        memory_percent=_percent(facts.max_rss_mb, facts.requested_memory_mb),
-        time_percent=_percent(facts.elapsed_seconds, facts.time_limit_seconds),
-        suggestions=tuple(suggest(facts, uses, cluster)),
-    )
-
-
-def suggest(facts: JobFacts, uses: Sequence[GpuUse], cluster: engine.Cluster) -> list[Suggestion]:
-    """The next run's settings, each with its reason: time, GPU count, GPU type."""
-    out = []
-    if time := _time(facts):
-        out.append(time)
-    mean = mean_of(uses)
-    target = cluster.policy.utilization_target_percent
-    gpus = facts.gpus or sum(1 for u in uses if u.known)
-    if mean is not None and gpus and mean < target:
-        needed = gpus_needed(gpus, mean, target)
-        if needed < gpus:
-            out.append(
-                Suggestion(
-                    "gpu_count",
-                    str(needed),
-                    f"{needed} GPU{'s' if needed != 1 else ''} instead of {gpus}",
-                    f"Its {gpus} GPUs were {mean:.0f}% busy on average: {needed} at {target}% "
-                    "do the same work, and wait less in the queue.",
-                    FEWER_GPUS,
-                )
-            )
-        peak = peak_memory_gb(uses)
-        if other := other_gpu_type(cluster, facts.gpu_type, peak):
-            current = find_gpu_type(cluster, facts.gpu_type)
-            used = (
-                f", and its {other.memory_gb:g} GB hold the {peak:.0f} GB it used" if peak else ""
-            )
-            out.append(
-                Suggestion(
-                    "gpu_type",
-                    other.name,
-                    f"{other.name} instead of {current.name}",
-                    f"{cluster.name} keeps {current.name} for jobs near 100% busy; at "
-                    f"{mean:.0f}% this job belongs on {other.name}{used}.",
-                    current.source or sources.PROCESSING_TRAINING,
-                )
-            )
-    return out
-
-
-def suggested_minutes(elapsed_seconds: float, margin: float = TIME_MARGIN) -> int:
-    """elapsed x margin, rounded up to a quarter hour (to half hours past 2 hours, whole hours
-    past 12): never less than the run took."""
-    minutes = elapsed_seconds * margin / 60
-    step = 15 if minutes <= 120 else 30 if minutes <= 720 else 60
-    return max(step, math.ceil(round(minutes / step, 6)) * step)
-
-
-def _time(facts: JobFacts) -> Suggestion | None:
-    elapsed, limit = facts.elapsed_seconds, facts.time_limit_seconds
-    if not elapsed or not limit:
-        return None
-    if facts.timed_out or elapsed >= limit:
-        minutes = suggested_minutes(limit, TIMEOUT_FACTOR)
-        return Suggestion(
-            "hours",
-            f"{minutes / 60:g}",
-            f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
-            f"It ran out of time after {format_time(limit)}: ask for half as much again, "
-            "or save checkpoints and resume in a chain of shorter jobs.",
-            sources.LONG_RUNNING,
-        )
-    minutes = suggested_minutes(elapsed)
-    if minutes * 60 > limit * 0.8:
-        return None  # close enough: not worth a change
-    return Suggestion(
-        "hours",
-        f"{minutes / 60:g}",
-        f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
-        f"It ran {format_time(elapsed)} of the {format_time(limit)} it asked for: "
-        f"{format_time(minutes * 60)} leaves a quarter more than it took, and shorter jobs are "
-        "more likely to start sooner.",
-        sources.CHECKPOINT_CHAIN,
-    )
-
-
-def clock(seconds: float | None) -> str:
-    return "" if seconds is None else format_time(seconds)
-
-
-def apply(fields: dict, suggestions: Sequence[Suggestion]) -> dict:
-    """The composer's values with the suggestions in place."""
-    return {**fields, **{s.field: s.value for s in suggestions}}
-
-
-def _product(a: float | None, b: float | None) -> float | None:
-    return a * b if a and b else None
-
-
-def _percent(part: float | None, whole: float | None) -> float | None:
-    return 100 * part / whole if part is not None and whole else None
-
-
-# --- Reading the database -----------------------------------------------------------------
 
 
 def facts_of(job: Job) -> JobFacts:
