@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
+from guidance.engine.efficiency import apply_suggestions
 from jobs import tasks
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
@@ -151,7 +152,7 @@ def job_next_run(request: HttpRequest, pk: int) -> HttpResponse:
     if not suggestions:
         messages.info(request, "The report suggests no change: submit the same composition again.")
         return redirect(composition)
-    fields = efficiency.apply(composition.fields, suggestions)
+    fields = apply_suggestions(composition.fields, suggestions)
     changes = ", ".join(s.change for s in suggestions)
     composed = compose(ComposeForm(fields))
     if composition.edited or composed is None or not composed.script:

@@ -3,7 +3,7 @@
 import pytest
 
 from guidance.engine import sources
-from guidance.engine.efficiency import JobFacts, apply, report, suggested_minutes
+from guidance.engine.efficiency import JobFacts, apply_suggestions, report, suggested_minutes
 from guidance.engine.gpu_use import GpuUse
 from tests.engine_helpers import cluster
 
@@ -113,4 +113,8 @@ def test_apply_puts_the_values_in_the_composer_fields():
     facts = JobFacts(gpus=2, elapsed_seconds=3600, time_limit_seconds=3600 * 4)
     suggestions = report(facts, [_gpu(0, 30.0), _gpu(1, 0.0)], cluster("narval")).suggestions
     fields = {"hours": "4", "gpu_count": "2", "job_name": "resnet"}
-    assert apply(fields, suggestions) == {"hours": "1.25", "gpu_count": "1", "job_name": "resnet"}
+    assert apply_suggestions(fields, suggestions) == {
+        "hours": "1.25",
+        "gpu_count": "1",
+        "job_name": "resnet",
+    }

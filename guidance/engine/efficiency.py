@@ -50,7 +50,7 @@ class Suggestion:
 
 
 @dataclass(frozen=True)
-class Report:
+class EfficiencyReport:
     facts: JobFacts
     gpus: tuple[GpuUse, ...]
     target: int
@@ -81,11 +81,11 @@ class Report:
         return clock(_product(self.facts.cpus, self.facts.elapsed_seconds))
 
 
-def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> Report:
+def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> EfficiencyReport:
     target = cluster.policy.utilization_target_percent
     known = [u for u in uses if u.known]
     sampled = sum(u.seconds for u in known)
-    return Report(
+    return EfficiencyReport(
         facts=facts,
         gpus=tuple(uses),
         target=target,
@@ -182,7 +182,7 @@ def clock(seconds: float | None) -> str:
     return "" if seconds is None else format_time(seconds)
 
 
-def apply(fields: dict, suggestions: Sequence[Suggestion]) -> dict:
+def apply_suggestions(fields: dict, suggestions: Sequence[Suggestion]) -> dict:
     """The composer's values with the suggestions in place."""
     return {**fields, **{s.field: s.value for s in suggestions}}
 

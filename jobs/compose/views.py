@@ -188,16 +188,16 @@ def _path_check(request: HttpRequest) -> dict:
     slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
     cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
     if cluster is None or not path:
-        return {"cluster": cluster, "problem": "Choose a cluster and enter a data path first."}
+        return {"problem": "Choose a cluster and enter a data path first."}
     account = ClusterAccount.objects.login_of(request.user, cluster)
     if account is None:
         return {"problem": no_login(cluster, "to check paths there"), "needs_login": True}
     try:
         found = remote.check_path(account, path, path_check.fallbacks(cluster, account.username))
     except ClusterError as error:
-        return {"cluster": cluster, "problem": error.message}
+        return {"problem": error.message}
     ok, said = data_path.describe(found, cluster.name, request.POST.get("data_kind", ""))
-    return {"cluster": cluster, "ok": ok, "said": said}
+    return {"ok": ok, "said": said}
 
 
 @login_required

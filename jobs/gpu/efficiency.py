@@ -12,9 +12,8 @@ from django.utils import timezone
 
 from guidance import engine
 from guidance.engine.efficiency import (
+    EfficiencyReport,
     JobFacts,
-    Report,
-    apply,  # noqa: F401  (jobs.views applies the report's suggestions through this module)
     report,
 )
 from guidance.engine.gpu_use import GpuAdvice, GpuUse, advise
@@ -132,14 +131,14 @@ class GpuPanel:
     chart: str
     notes: tuple[str, ...]
     warming_up: bool
-    report: Report | None
+    report: EfficiencyReport | None
 
 
 def _cluster_facts(job: Job) -> engine.Cluster:
     return cluster_facts(Cluster.objects.with_facts().get(pk=job.account.cluster_id))
 
 
-def job_report(job: Job) -> Report:
+def job_report(job: Job) -> EfficiencyReport:
     """The efficiency report of a job, final or not, from what is stored so far."""
     cluster = _cluster_facts(job)
     uses = gpu_uses(job, cluster.policy.utilization_target_percent)

@@ -112,7 +112,7 @@ class Waste:
 
 
 @dataclass(frozen=True)
-class Report:
+class UsageReport:
     period: Period
     total: Figures
     by_user: list[Group]
@@ -156,7 +156,7 @@ def figures_of(job: JobUse, period: Period) -> Figures:
     return figures
 
 
-def summarize(jobs: Iterable[JobUse], period: Period, multi_cluster: bool = False) -> Report:
+def summarize(jobs: Iterable[JobUse], period: Period, multi_cluster: bool = False) -> UsageReport:
     total = Figures()
     groups: dict[str, dict[str, Figures]] = {
         "user": defaultdict(Figures),
@@ -184,7 +184,7 @@ def summarize(jobs: Iterable[JobUse], period: Period, multi_cluster: bool = Fals
         rows = [Group(name, figures, period.hours) for name, figures in groups[kind].items()]
         return sorted(rows, key=lambda group: (-group.figures.allocated, group.name))
 
-    return Report(
+    return UsageReport(
         period=period,
         total=total,
         by_user=table("user"),
