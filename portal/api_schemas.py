@@ -264,9 +264,15 @@ class ScriptIn(JobIn):
     command: str = Field(max_length=10_000, description="Runs through bash -c, quoted.")
     results_dir: str = Field(max_length=1000, description="Persistent storage for results.")
     account: str = Field("", max_length=64)
-    data_path: str = Field("", max_length=1000, description="The dataset on shared storage.")
+    data_path: str = Field(
+        "",
+        max_length=1000,
+        description=f"The dataset on shared storage: {engine.DataKind.in_words()}.",
+    )
     data_kind: engine.DataKind | None = Field(
-        None, description="folder, archive or file; when left out, taken from the path's name."
+        None,
+        description=f"What the data path is: {' | '.join(engine.DataKind)}, as data_path "
+        "describes them; when left out, taken from the path's name.",
     )
     modules: list[str] = Field([], description="Modules to load, e.g. ['python/3.11', 'cuda'].")
     environment: str = Field("none", description="none, venv or requirements.")

@@ -43,6 +43,16 @@ def test_training_from_network_storage_is_flagged(slug, body):
             "narval",
             f"{EVERY_NODE} tar xf /project/d.tar -C$SLURM_TMPDIR\npython train.py /project/d",
         ),
+        # Decompressed by hand, into a file on the node (a redirection's target is a word too).
+        ("narval", "xz -dc /project/d.tar.xz > $SLURM_TMPDIR/d.tar\npython train.py /project/d\n"),
+        (
+            "narval",
+            "bunzip2 -c /project/d.tar.bz2 >$SLURM_TMPDIR/d.tar\npython train.py /project/d",
+        ),
+        (
+            "narval",
+            "unzstd /project/d.tar.zst -o $SLURM_TMPDIR/d.tar\npython train.py /project/d\n",
+        ),
         # Inference may read from the network (000); a folder named train is no training.
         ("narval", "python infer.py --data /project/d\n"),
         ("narval", "python evaluate.py --data /project/train\n"),

@@ -15,10 +15,8 @@ import json
 import pathlib
 import shutil
 import subprocess
-import tarfile
 import time
 import uuid
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -27,6 +25,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 from guidance.engine import Placement
+from guidance.engine.archives import ARCHIVE_FORMATS, ARCHIVE_SUFFIXES, ArchiveFormat
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.script_markers import STOP_MARK, STOP_STATUS
@@ -64,14 +63,14 @@ SITES = {
     "processing": Site("site-processing", "$HOME", "$HOME", {}),
     "local": Site("gpu-a100", "$HOME", "$HOME", {}),
 }
+PROFILES = ("narval", "processing", "local")  # one site of each job environment
 PLACEMENTS = {"memory": 5, "node_local": 50, "shared": 500}  # dataset GB the user declares
+# Every archive the engine accepts, as a shape named by its suffix without the dot ("tar.gz").
+ARCHIVES = {suffix.removeprefix("."): suffix for suffix in ARCHIVE_SUFFIXES}
 SHAPES = {  # the data's name on shared storage, and the file count the user declares
     "small-folder": ("small", 200_000),
     "large-folder": ("large", 3),
-    "tar": ("small.tar", 2_000),
-    "tar.gz": ("small.tar.gz", 2_000),
-    "tar.zst": ("small.tar.zst", 2_000),
-    "zip": ("small.zip", 2_000),
+    **{shape: (f"small{suffix}", 2_000) for shape, suffix in ARCHIVES.items()},
     "file": ("weights.bin", 1),
     "missing": ("nowhere", 0),
 }
@@ -105,30 +104,21 @@ ENDINGS = {
 
 
 CASES = [
-    *(
-        Case(site, shape)
-        for site in ("narval", "processing", "local")
-        for shape in SHAPES
-        if shape != "small-folder"
-    ),
-    *(Case(site, "small-folder") for site in ("narval", "processing", "local")),
+    *(Case(site, shape) for site in PROFILES for shape in SHAPES if shape != "small-folder"),
+    *(Case(site, "small-folder") for site in PROFILES),
     *(
         Case(site, "large-folder", placement)
-        for site in ("narval", "processing", "local")
+        for site in PROFILES
         for placement in ("memory", "shared")
     ),
-    *(
-        Case(site, shape, nodes=2)
-        for site in ("narval", "processing", "local")
-        for shape in ("tar", "small-folder")
-    ),
-    *(Case(site, environment="requirements") for site in ("narval", "processing", "local")),
+    *(Case(site, shape, nodes=2) for site in PROFILES for shape in ("tar", "small-folder")),
+    *(Case(site, environment="requirements") for site in PROFILES),
     Case("narval", nodes=2, environment="requirements"),
     Case("processing", nodes=2, environment="requirements"),
     Case("narval", environment="venv"),
     Case("processing", environment="venv"),
     Case("narval", environment="modules"),
-    *(Case(site, "large-folder", chain=True) for site in ("narval", "processing", "local")),
+    *(Case(site, "large-folder", chain=True) for site in PROFILES),
     *(Case(site) for site in ("beluga", "cedar", "graham")),
     *(
         Case(site, "large-folder", ending=ending)
@@ -155,22 +145,29 @@ def _make_data(root: pathlib.Path) -> dict[str, str]:
     for i in range(3):
         (large / f"shard-{i}.bin").write_bytes(hashlib.sha256(bytes([i])).digest() * 100_000)
     (root / "weights.bin").write_bytes(b"\x00\x01weights" * 400_000)
-    # Archives of the folder's contents, the way the composer's advice makes them.
-    for name, mode in (("small.tar", "w"), ("small.tar.gz", "w:gz")):
-        with tarfile.open(root / name, mode) as archive:
-            archive.add(small, arcname=".")
-    subprocess.run(
-        ["tar", "--zstd", "-cf", str(root / "small.tar.zst"), "-C", str(small), "."], check=True
-    )
-    with zipfile.ZipFile(root / "small.zip", "w") as archive:
-        for path in sorted(small.rglob("*")):
-            archive.write(path, path.relative_to(small))
+    for archive in ARCHIVE_FORMATS:
+        for suffix in archive.suffixes:
+            make_archive(archive, small, root / f"small{suffix}")
     return {
         "small-folder": digest(small)[0],
         "large-folder": digest(large)[0],
-        **{shape: digest(small)[0] for shape in ("tar", "tar.gz", "tar.zst", "zip")},
+        **{shape: digest(small)[0] for shape in ARCHIVES},
         "file": digest(root / "weights.bin")[0],
     }
+
+
+def make_archive(archive: ArchiveFormat, folder: pathlib.Path, target: pathlib.Path) -> None:
+    """An archive of the folder's contents, made with the tools users make it with (the
+    composer's advice: tar -cf <folder>.tar -C <folder> .)."""
+    if archive.tool == "tar":
+        # tar's option is the compression's name (tar --xz): see ArchiveFormat.compression.
+        compress = [f"--{archive.compression}"] if archive.compression else []
+        argv = ["tar", *compress, "-cf", str(target), "-C", str(folder), "."]
+        subprocess.run(argv, check=True)
+    elif archive.tool == "unzip":
+        subprocess.run(["zip", "-qr", str(target), "."], cwd=folder, check=True)
+    else:
+        raise AssertionError(f"the matrix cannot make {target.name} yet: teach make_archive")
 
 
 def _as_user(path: pathlib.Path) -> None:
@@ -272,8 +269,9 @@ FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_F
 
 @pytest.fixture(scope="module")
 def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
-    if shutil.which("shellcheck") is None:
-        service_missing("shellcheck is not installed (scripts/install-test-deps installs it)")
+    for tool in ("shellcheck", "zip"):
+        if shutil.which(tool) is None:
+            service_missing(f"{tool} is not installed (scripts/install-test-deps installs it)")
     run = f"matrix-{uuid.uuid4().hex[:8]}"
     roots = {HOME / run, pathlib.Path("/project/portal") / run, pathlib.Path("/scratch", USER, run)}
     for root in roots:

@@ -2,12 +2,9 @@
 
 import posixpath
 
+from guidance.engine.archives import ARCHIVE_SUFFIXES, ZIP
 from guidance.engine.shell import shell_path
 from guidance.engine.types import DataKind
-
-# Archive suffixes, longest first so that ".tar.gz" wins over ".gz".
-ARCHIVE_SUFFIXES = (".tar.gz", ".tar.zst", ".tar.bz2", ".tar.xz", ".tgz", ".tzst", ".tar", ".zip")
-
 
 # Suffixes of single data files; any other name (imagenet.v2, coco-2017.1) is taken as a folder.
 FILE_SUFFIXES = frozenset(
@@ -31,7 +28,7 @@ def kind_from_name(path: str) -> DataKind:
 
 
 def is_zip(path: str) -> bool:
-    return path.lower().endswith(".zip")
+    return path.lower().endswith(ZIP.suffixes)
 
 
 def archive_command(folder: str) -> str:

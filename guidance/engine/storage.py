@@ -251,7 +251,7 @@ def _staging(spec: JobSpec, tier: StorageTier | None, kind: DataKind) -> tuple[S
         action, source = "Extract the dataset archive on the node", sources.ARCHIVE_DATASET
         if data.is_zip(spec.data_path):
             command = f"{prefix}unzip -q {DATA_SOURCE} -d {STAGE_DIR}"
-        else:  # tar finds the compression (gzip, zstd, ...) by itself
+        else:  # tar runs the decompressor by itself (archives.py): the nodes need it installed
             command = f"{prefix}tar -xf {DATA_SOURCE} -C {STAGE_DIR}"
         why = "One archive copies in one stream and creates no files on shared storage."
     elif kind == DataKind.FILE:

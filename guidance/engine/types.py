@@ -6,6 +6,7 @@ Plain frozen dataclasses with no Django in sight; `guidance.facts` builds them f
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from guidance.engine.archives import suffixes_in_words
 from guidance.engine.slurm_time import format_time
 from guidance.engine.sources import Source
 
@@ -51,9 +52,15 @@ class DataKind(StrEnum):
     def label(self) -> str:
         return {
             "folder": "A folder",
-            "archive": "An archive (.tar, .tar.gz, .tgz, .tar.zst, .zip)",
+            "archive": f"An archive ({suffixes_in_words()})",
             "file": "A single file",
         }[self.value]
+
+    @classmethod
+    def in_words(cls) -> str:
+        """Every label in one phrase: "a folder, an archive (.tar, ...) or a single file"."""
+        *most, last = (kind.label[0].lower() + kind.label[1:] for kind in cls)
+        return f"{', '.join(most)} or {last}"
 
 
 class PythonBuilder(StrEnum):

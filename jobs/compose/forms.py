@@ -46,8 +46,8 @@ class ComposeForm(AdviceForm):
         label="Data path",
         required=False,
         max_length=1000,
-        help_text="The dataset on shared storage: a folder, an archive (.tar, .tar.gz, .tgz, "
-        ".tar.zst, .zip) or a single file. Your command finds it at $DATA_PATH.",
+        help_text=f"The dataset on shared storage: {DataKind.in_words()}. Your command finds it "
+        "at $DATA_PATH.",
     )
     data_kind = forms.ChoiceField(
         label="The data path is",

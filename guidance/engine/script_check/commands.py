@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
+from guidance.engine.archives import ARCHIVE_FORMATS
 from guidance.engine.script_check.parse import Script
 from guidance.engine.script_check.paths import Place, place_of
 from guidance.engine.script_check.shell_lines import ASSIGNMENT, Shell, simple_commands
@@ -17,11 +18,12 @@ from guidance.engine.script_check.shell_lines import ASSIGNMENT, Shell, simple_c
 # a data folder named "train" alone does not make a command a training one.
 TRAINING_WORDS = ("train", "finetun", "fine_tun", "fine-tun")
 SUBCOMMANDS = frozenset({"train", "fit", "finetune", "fine-tune"})
-# Commands that copy or unpack data; with a node-local destination (or run in a node-local
-# directory) they stage the data. srun itself only starts them (srun --ntasks-per-node=1 tar ...).
+# Commands that copy or unpack data (every archive the portal accepts, and squashfs images);
+# with a node-local destination (or run in a node-local directory) they stage the data. srun
+# itself only starts them (srun --ntasks-per-node=1 tar ...).
 STAGING_TOOLS = frozenset(
-    {"cp", "rsync", "tar", "unzip", "7z", "7za", "mv", "dd", "unsquashfs", "rclone", "scp"}
-    | {"gunzip", "zstd", "pigz"}
+    {"cp", "rsync", "mv", "dd", "rclone", "scp", "unsquashfs"}
+    | {tool for archive in ARCHIVE_FORMATS for tool in archive.unpackers}
 )
 # First words that run no training program even when "train" is among their arguments.
 NOT_PROGRAMS = frozenset(

@@ -15,7 +15,8 @@ class Command:
 
 
 def simple_commands(line: str) -> Iterator[Command]:
-    """The simple commands of a shell line, split at ; && || | & and parentheses."""
+    """The simple commands of a shell line, split at ; && || | & and parentheses. A redirection's
+    target stays a word of its command: xz -dc d.tar.xz > "$SLURM_TMPDIR"/d.tar writes there."""
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""  # shlex would start a comment inside a word; bash does not
@@ -27,6 +28,8 @@ def simple_commands(line: str) -> Iterator[Command]:
     for token in tokens:
         if token.startswith("#"):
             break
+        if _is_redirection(token):
+            continue
         if token and set(token) <= _OPERATORS:
             if words:
                 yield Command(tuple(words), background=token == "&")
@@ -35,6 +38,11 @@ def simple_commands(line: str) -> Iterator[Command]:
             words.append(token)
     if words:
         yield Command(tuple(words), background=False)
+
+
+def _is_redirection(token: str) -> bool:
+    # > >> < &> 2>&1's >& and >|, but not a process substitution's <( or >(.
+    return set(token) <= _OPERATORS and bool(set(token) & set("<>")) and "(" not in token
 
 
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
