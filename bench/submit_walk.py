@@ -10,9 +10,7 @@ from cluster_setup import ROOT, portal_with_local_cluster
 
 SCRIPT = (
     "#!/bin/bash\n#SBATCH --hold\n#SBATCH --gres=gpu:a100:1\n"
-    "#SBATCH --output=portal-jobs/walk/slurm-%j.out\n"
-    "# >>> GPU monitoring starts here (added by the portal when it submits) >>>\n"
-    "# <<< GPU monitoring stops here <<<\ntrue\n"
+    "#SBATCH --output=portal-jobs/walk/slurm-%j.out\n{start}\n{stop}\ntrue\n"
 )
 OURS = tuple(str(ROOT / package) for package in ("jobs", "guidance", "portal"))
 
@@ -41,16 +39,19 @@ def main() -> None:
     from jobs.cluster.gateway import gateway
     from jobs.cluster.remote import login_for
     from jobs.models import Job
+    from jobs.script_markers import MONITORING_START, MONITORING_STOP
+
+    script = SCRIPT.format(start=MONITORING_START, stop=MONITORING_STOP)
 
     def submit() -> Job:
-        job = Job.objects.create(owner=account.owner, account=account, name="walk", script=SCRIPT)
+        job = Job.objects.create(owner=account.owner, account=account, name="walk", script=script)
         tasks.submit_job.apply(args=[job.pk])
         job.refresh_from_db()
         assert job.slurm_id, job.message
         return job
 
     warm = submit()  # connection open, code loaded, the sampler's source read
-    job = Job.objects.create(owner=account.owner, account=account, name="walk", script=SCRIPT)
+    job = Job.objects.create(owner=account.owner, account=account, name="walk", script=script)
     walk = _walk(lambda: tasks.submit_job.apply(args=[job.pk]))
     job.refresh_from_db()
     print(" -> ".join(walk))

@@ -66,8 +66,9 @@ class ClusterAccountQuerySet(models.QuerySet):
 
 
 def no_login(cluster, to: str) -> str:
-    """What a user with no login on `cluster` is told when they try `to` do something there."""
-    return f"Set up your login on {cluster.name} under “Cluster logins” {to}."
+    """What a user with no login on `cluster` is told when they try `to` do something there
+    ("to check paths there", "first; ...")."""
+    return f"Set up your login on {cluster.name} {to}."
 
 
 class ClusterAccount(models.Model):
@@ -99,7 +100,7 @@ class ClusterAccount(models.Model):
 
 class JobState(models.TextChoices):
     """The portal's two states before Slurm has the job, then Slurm's own
-    (jobs.slurm.SlurmState), one for one under the same names, so that no state Slurm
+    (jobs.slurm.states.SlurmState), one for one under the same names, so that no state Slurm
     reports is shown as another."""
 
     SUBMITTING = "SUBMITTING", "Submitting"

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, field_validator
 from guidance import engine, models
 from guidance.engine.sources import Source
 from guidance.engine.types import Recommendation, Step
-from jobs.compose.forms import BUILD_ON_NODE
+from jobs.compose.forms import BUILD_ON_NODE, ENVIRONMENTS
 
 # --- Errors ------------------------------------------------------------------------------
 
@@ -275,7 +275,9 @@ class ScriptIn(JobIn):
         "describes them; when left out, taken from the path's name.",
     )
     modules: list[str] = Field([], description="Modules to load, e.g. ['python/3.11', 'cuda'].")
-    environment: str = Field("none", description="none, venv or requirements.")
+    environment: str = Field(
+        "none", description="; ".join(f"{value}: {label}" for value, label in ENVIRONMENTS)
+    )
     environment_path: str = Field("", max_length=1000)
     mail_user: str = Field("", max_length=254, description="E-mail on end or failure.")
 

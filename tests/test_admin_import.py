@@ -44,7 +44,7 @@ def test_the_cluster_page_links_to_it(staff_client, local):
 def test_an_admin_without_a_login_there_is_told_to_make_one(staff_client, local, staff):
     ClusterAccount.objects.filter(owner=staff).delete()
     response = staff_client.get(_url(local), follow=True)
-    said = "under “Cluster logins” first: importing reads Slurm through your own login"
+    said = "under “Cluster logins” in the portal first: importing reads Slurm through it"
     assert said in response.content.decode()
 
 

@@ -68,7 +68,7 @@ def test_a_path_is_checked_through_the_users_login(local_login, user_client, dat
 
 def test_without_a_login_the_check_says_how_to_get_one(seeded, user_client):
     answer = user_client.post("/jobs/new/check-path/", {"cluster": "narval", "data_path": "~/d"})
-    said = "Set up your login on Narval under “Cluster logins” to check paths there"
+    said = "Set up your login on Narval to check paths there"
     assert said in answer.content.decode()
 
 

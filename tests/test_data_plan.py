@@ -231,5 +231,5 @@ def test_a_site_may_not_redefine_the_shells_own_variables(seeded, name):
 
 def test_without_javascript_the_path_check_answers_in_the_page(seeded, user_client):
     page = user_client.post("/jobs/new/", BASE | {"check_path": "1"}).content.decode()
-    assert "Set up your login on Narval under “Cluster logins” to check paths there" in page
+    assert "Set up your login on Narval to check paths there" in page
     assert 'value="$PROJECT/data/imagenet.tar"' in page  # nothing typed is lost

@@ -4,7 +4,7 @@ import pytest
 
 from guidance.engine.slurm_refusals import NO_SBATCH, explain_failed_submission, meaning
 
-# Slurm 22.05's own words for each refusal the portal explains.
+# Each refusal the portal explains, worded as Slurm's sbatch prints it.
 REFUSALS = [
     (
         "sbatch: error: invalid partition specified: gpu-big",

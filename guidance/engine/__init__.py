@@ -1,4 +1,6 @@
-"""The recommendation engine: pure Python, no Django. `recommend(spec, cluster)` is the way in."""
+"""The advice engine: pure Python, no Django. `recommend(spec, cluster)` plans a job; the advice
+given outside a plan has its own module (gpu_use, efficiency, data_path, slurm_refusals,
+script_check)."""
 
 from guidance.engine.recommend import recommend
 from guidance.engine.types import (

@@ -53,7 +53,7 @@ def import_partitions(request: HttpRequest, pk: int) -> HttpResponse:
     change_url = f"/admin/guidance/cluster/{cluster.pk}/change/"
     account = ClusterAccount.objects.login_of(request.user, cluster)
     if account is None:
-        to = "first: importing reads Slurm through your own login"
+        to = "under “Cluster logins” in the portal first: importing reads Slurm through it"
         messages.error(request, no_login(cluster, to))
         return redirect(change_url)
     try:

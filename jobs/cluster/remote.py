@@ -124,9 +124,7 @@ def submit(job: Job, script: str, look_first: bool) -> str:
     args = [job.job_dir, tag(job)]
     result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=script)
     if result.exit_status != 0:
-        raise SlurmRefused(
-            result.stderr.strip() or f"sbatch exited with status {result.exit_status}"
-        )
+        raise _refused(result, "sbatch")
     return str(parse_sbatch(result.stdout).job_id)
 
 
@@ -134,18 +132,14 @@ def test_only(account: ClusterAccount, script: str) -> WouldStart:
     """Slurm's answer to the script without submitting it: when and where it would start."""
     result = gateway.run(login_for(account), TEST_ONLY_ARGV, stdin=script)
     if result.exit_status != 0:
-        raise SlurmRefused(
-            result.stderr.strip() or f"sbatch exited with status {result.exit_status}"
-        )
+        raise _refused(result, "sbatch")
     return parse_test_only(result.stderr)
 
 
 def cancel(job: Job) -> None:
     result = gateway.run(login_for(job.account), ["scancel", job.slurm_id])
     if result.exit_status != 0:
-        raise SlurmRefused(
-            result.stderr.strip() or f"scancel exited with status {result.exit_status}"
-        )
+        raise _refused(result, "scancel")
 
 
 def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snapshot:

@@ -136,7 +136,7 @@ def _combined_state(queue: QueuedJob | None, acct: AccountedJob | None) -> JobSt
 
 
 def _aware(moment: datetime | None) -> datetime | None:
-    # Slurm printed UTC without a zone: its commands run with TZ=UTC (slurm.IN_UTC).
+    # Slurm printed UTC without a zone: its commands run with TZ=UTC (jobs.slurm.values.IN_UTC).
     return moment.replace(tzinfo=UTC) if moment is not None else None
 
 

@@ -114,7 +114,7 @@ def start_submission(request: HttpRequest, composition: Composition, cluster) ->
     """Queues the composition's script for submission; the job's page follows it from there."""
     account = ClusterAccount.objects.login_of(request.user, cluster)
     if account is None:
-        to = f"to submit; your composition “{composition.name}” is saved"
+        to = f"first; your composition “{composition.name}” is saved"
         messages.error(request, no_login(cluster, to))
         return redirect("jobs:accounts")
     job = Job.objects.create(
