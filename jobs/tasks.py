@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from guidance.engine.slurm_refusals import explain_failed_submission
+from guidance.engine.slurm_refusals import explain_refusal
 from jobs.cluster import remote, tracking
 from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
@@ -52,7 +52,7 @@ def submit_job(self, job_id: int) -> None:
     try:
         slurm_id = remote.submit(job, submitted_script(job), look_first)
     except remote.SlurmRefused as refused:
-        job.submission_failed(explain_failed_submission(refused.message))
+        job.submission_failed(explain_refusal(refused.message))
     except ClusterError as error:
         if error.retryable and self.request.retries < self.max_retries:
             job.events.create(state=job.state, detail=f"{error.message} Trying again.")

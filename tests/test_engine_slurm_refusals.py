@@ -2,7 +2,7 @@
 
 import pytest
 
-from guidance.engine.slurm_refusals import NO_SBATCH, explain_failed_submission, meaning
+from guidance.engine.slurm_refusals import explain_refusal, meaning
 
 # Each refusal the portal explains, worded as Slurm's sbatch prints it.
 REFUSALS = [
@@ -42,21 +42,10 @@ def test_each_known_refusal_has_its_meaning(slurm_says, plain):
 
 @pytest.mark.parametrize(("slurm_says", "plain"), REFUSALS)
 def test_the_job_says_slurms_words_first_then_their_meaning(slurm_says, plain):
-    assert explain_failed_submission(slurm_says) == f"Slurm refused the job: {slurm_says}\n{plain}"
+    assert explain_refusal(slurm_says) == f"Slurm refused the job: {slurm_says}\n{plain}"
 
 
 def test_an_unknown_refusal_is_given_in_slurms_words_alone():
     said = "sbatch: error: Batch job submission failed: Something new"
     assert meaning(said) == ""
-    assert explain_failed_submission(said) == f"Slurm refused the job: {said}"
-
-
-def test_a_folder_that_could_not_be_made_is_not_blamed_on_slurm():
-    said = "mkdir: cannot create directory 'portal-jobs/t': Permission denied"
-    assert explain_failed_submission(said) == (
-        f"The job's folder could not be made on the cluster: {said}"
-    )
-
-
-def test_a_login_node_without_sbatch_says_so_alone():
-    assert explain_failed_submission(NO_SBATCH) == NO_SBATCH
+    assert explain_refusal(said) == f"Slurm refused the job: {said}"

@@ -17,10 +17,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from guidance.engine.slurm_refusals import explain_failed_submission
 from jobs import tasks
 from jobs.cluster import keys, remote
+from jobs.cluster.errors import ClusterError
 from jobs.cluster.gateway import command_line, gateway
+from jobs.cluster.login import CommandResult
 from jobs.models import ClusterAccount, Job, JobState
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
@@ -185,8 +186,10 @@ def test_without_sbatch_on_the_path_the_submission_says_so(tmp_path):
         check=False,
     )
     assert result.returncode == 1
-    assert explain_failed_submission(result.stderr.strip()) == (
-        "No sbatch on the login node's PATH: is Slurm's client installed there?"
+    failure = remote.failed_submission(CommandResult(1, result.stdout, result.stderr))
+    assert isinstance(failure, ClusterError) and not failure.retryable
+    assert (
+        failure.message == "No sbatch on the login node's PATH: is Slurm's client installed there?"
     )
 
 

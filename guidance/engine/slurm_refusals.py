@@ -1,8 +1,5 @@
 """What Slurm's refusals of a job mean, in plain words, after Slurm's own words."""
 
-# What the portal's submission says, in place of Slurm, when the login node has no sbatch.
-NO_SBATCH = "No sbatch on the login node's PATH: is Slurm's client installed there?"
-
 # A fragment of Slurm's terse message (any case) and what it means for the user.
 MEANINGS = {
     "invalid partition": "The cluster has no partition of that name.",
@@ -22,11 +19,7 @@ def meaning(message: str) -> str:
     return next((text for fragment, text in MEANINGS.items() if fragment in lowered), "")
 
 
-def explain_failed_submission(message: str) -> str:
-    """The job's message when it was not submitted: what failed, in Slurm's words first."""
-    if message.startswith("mkdir:"):  # the submission's first step: sbatch never ran
-        return f"The job's folder could not be made on the cluster: {message}"
-    if message == NO_SBATCH:
-        return message
+def explain_refusal(message: str) -> str:
+    """The message of a job Slurm refused: Slurm's words, then what they mean when known."""
     plain = meaning(message)
     return f"Slurm refused the job: {message}" + (f"\n{plain}" if plain else "")

@@ -6,9 +6,8 @@ import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from guidance.engine.data_path import PathCheck
+from guidance.engine.data_path import MANY_FILES, PathCheck
 from guidance.engine.shell import split_path
-from guidance.engine.slurm_refusals import NO_SBATCH
 from jobs.cluster import keys
 from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.cluster.gateway import fetch_host_key, gateway
@@ -105,6 +104,7 @@ def find_submitted(login: Login, job: Job) -> str:
 # (a job run before), sbatch is the only process started. sbatch reads its stdin to the end
 # before anything else can fail, so the gateway's stdin drain is not needed after it; on every
 # path where sbatch does not start (mkdir failed, no sbatch), the shell goes on to the drain.
+NO_SBATCH = "No sbatch on the login node's PATH: is Slurm's client installed there?"
 SUBMIT = (
     '{ [ -d "$1" ] || mkdir -p -- "$1"; } && '
     f"{{ command -v sbatch >/dev/null || {{ echo {shlex.quote(NO_SBATCH)} >&2; false; }}; }} && "
@@ -124,8 +124,20 @@ def submit(job: Job, script: str, look_first: bool) -> str:
     args = [job.job_dir, tag(job)]
     result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=script)
     if result.exit_status != 0:
-        raise _refused(result, "sbatch")
+        raise failed_submission(result)
     return str(parse_sbatch(result.stdout).job_id)
+
+
+def failed_submission(result: CommandResult) -> ClusterError | SlurmRefused:
+    """Why SUBMIT failed: its own steps (the job's folder, finding sbatch) fail as a ClusterError
+    that says so, which no retry mends; anything else is Slurm refusing the job."""
+    said = result.stderr.strip()
+    if said == NO_SBATCH:
+        return ClusterError(ErrorKind.CONFIG, NO_SBATCH, retryable=False)
+    if said.startswith("mkdir:"):  # SUBMIT's first step: sbatch never ran
+        message = f"The job's folder could not be made on the cluster: {said}"
+        return ClusterError(ErrorKind.REMOTE_FILE, message, retryable=False)
+    return _refused(result, "sbatch")
 
 
 def test_only(account: ClusterAccount, script: str) -> WouldStart:
@@ -173,10 +185,11 @@ def _newest_part(job: Job) -> str:
 
 
 # Looks at a data path as a job would see it: $1 the variable it starts with ("" for none), $2 the
-# rest, literally; then NAME=value fallbacks for the site's variables. Prints the path, then
-# "folder <files, counted up to 100,001>", "file <bytes>", "other", "missing" or "unset <NAME>".
+# rest, literally, $3 how many files to count at most; then NAME=value fallbacks for the site's
+# variables. Prints the path, then "folder <files>", "file <bytes>", "other", "missing" or
+# "unset <NAME>".
 PATH_PROBE = r"""
-var=$1 rest=$2; shift 2
+var=$1 rest=$2 most=$3; shift 3
 for pair; do
     name=${pair%%=*}
     [ -n "$(printenv "$name")" ] || export "$name=${pair#*=}"
@@ -190,7 +203,7 @@ p=$base$rest
 case $p in /*) ;; *) p=./$p ;; esac  # under the home folder; never read as an option
 printf '%s\n' "$p"
 if [ -d "$p" ]; then
-    printf 'folder %s\n' "$(find "$p" -type f 2>/dev/null | head -n 100001 | wc -l)"
+    printf 'folder %s\n' "$(find "$p" -type f 2>/dev/null | head -n "$most" | wc -l)"
 elif [ -f "$p" ]; then printf 'file %s\n' "$(stat -c %s "$p")"
 elif [ -e "$p" ]; then echo other
 else echo missing
@@ -203,7 +216,8 @@ def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) ->
     variable, rest = split_path(path)
     pairs = [f"{name}={value}" for name, value in fallbacks.items()]
     result = gateway.run(
-        login_for(account), ["bash", "-c", PATH_PROBE, "portal-path", variable, rest, *pairs]
+        login_for(account),
+        ["bash", "-c", PATH_PROBE, "portal-path", variable, rest, str(MANY_FILES + 1), *pairs],
     )
     lines = result.stdout.splitlines()
     if result.exit_status != 0 or len(lines) < 2:
