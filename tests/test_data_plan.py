@@ -93,6 +93,18 @@ def test_a_path_starting_with_a_variable_the_site_does_not_set_is_refused(seeded
     assert "have no $SLURM_TMPDIR" in form.errors["data_path"][0]
 
 
+def test_a_cluster_with_no_published_job_environment_says_what_to_ask_for(seeded):
+    # As for a cluster an admin has just added: nothing is known of what its jobs get.
+    JobEnvironment.objects.filter(cluster__slug="narval").delete()
+    form, composed = _compose(seeded, modules="cuda", data_path="$SCRATCH/imagenet.tar")
+    assert composed is None
+    for field, what in [("modules", "a module command"), ("data_path", "$SCRATCH")]:
+        said = form.errors[field][0]
+        assert "Narval has no published job environment yet" in said
+        assert f"cannot tell whether its jobs have {what}" in said
+        assert "ask the portal's admins to publish the cluster's job environment" in said
+
+
 def test_each_site_builds_a_virtualenv_its_own_way(seeded):
     changes = {"environment": "requirements", "environment_path": "$HOME/requirements.txt"}
     _, narval = _compose(seeded, **changes)

@@ -116,19 +116,25 @@ class ComposeForm(AdviceForm):
         start with a variable the site does not set."""
         environment = getattr(cluster, "job_environment", None)
         if data.get("modules") and not (environment and environment.modules):
+            instead = "leave this empty and use a virtualenv"
             self.add_error(
                 "modules",
                 f"Jobs on {cluster.name} have no module command (its published job "
-                "environment): leave this empty and use a virtualenv.",
+                f"environment): {instead}."
+                if environment
+                else _unpublished(cluster, "a module command", instead),
             )
         published = {name for name, _ in environment.pairs()} if environment else set()
         for field in ("data_path", "results_dir", "environment_path"):
             variable = variable_of(data.get(field) or "")
             if variable and variable not in script.ALWAYS_SET | published:
+                instead = "give the full path instead"
                 self.add_error(
                     field,
                     f"Jobs on {cluster.name} have no ${variable} (its published job "
-                    "environment): give the full path instead.",
+                    f"environment): {instead}."
+                    if environment
+                    else _unpublished(cluster, f"${variable}", instead),
                 )
 
     def job_spec(self) -> JobSpec:
@@ -140,3 +146,13 @@ class ComposeForm(AdviceForm):
             data_kind=DataKind(kind) if kind else None,
             builds_environment=data.get("environment") == BUILD_ON_NODE,
         )
+
+
+def _unpublished(cluster: Cluster, what: str, instead: str) -> str:
+    """For a cluster with no job environment yet (one an admin has just added): the portal does
+    not know whether its jobs have `what`, so it says so and who can tell, not that they lack it."""
+    return (
+        f"{cluster.name} has no published job environment yet, so the portal cannot tell whether "
+        f"its jobs have {what}: {instead}, or ask the portal's admins to publish the cluster's "
+        "job environment (what every job there gets)."
+    )
