@@ -279,10 +279,21 @@ class ScriptIn(JobIn):
         "none", description="; ".join(f"{value}: {label}" for value, label in ENVIRONMENTS)
     )
     environment_path: str = Field("", max_length=1000)
+    launch: engine.Launch | None = Field(
+        None,
+        description="How the command starts: "
+        + "; ".join(f"{k.value}: {k.label}" for k in engine.Launch)
+        + ". When left out, told from the command.",
+    )
     mail_user: str = Field("", max_length=254, description="E-mail on end or failure.")
 
     def job_spec(self) -> engine.JobSpec:
-        return replace(super().job_spec(), builds_environment=self.environment == BUILD_ON_NODE)
+        return replace(
+            super().job_spec(),
+            builds_environment=self.environment == BUILD_ON_NODE,
+            command=self.command,
+            launch=self.launch,
+        )
 
     @field_validator("data_path")
     @classmethod

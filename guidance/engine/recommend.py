@@ -1,6 +1,7 @@
 """The engine's front door: a job description and a cluster in, a recommendation out."""
 
 from guidance.engine.advice import advise
+from guidance.engine.launch import plan_launch
 from guidance.engine.notes import Notes
 from guidance.engine.placement import choose_partition, gpus_per_node
 from guidance.engine.resources import base_memory_mb, plan_chain, size_resources
@@ -29,7 +30,8 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
         notes=notes,
     )
     chain = plan_chain(spec, cluster, partition, notes)
-    resources = size_resources(spec, cluster, partition, storage, chain)
+    launch = plan_launch(spec, notes)
+    resources = size_resources(spec, cluster, partition, storage, chain, launch)
     advise(spec, cluster, resources, notes)
     return _result(
         spec,
@@ -40,6 +42,7 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
         choice=choice,
         resources=resources,
         chain=chain,
+        launch=launch,
     )
 
 

@@ -11,6 +11,8 @@ from guidance.engine.types import (
     ChainPlan,
     Cluster,
     JobSpec,
+    Launch,
+    LaunchPlan,
     Partition,
     Placement,
     Resources,
@@ -57,10 +59,13 @@ def size_resources(
     partition: Partition,
     storage: StoragePlan,
     chain: ChainPlan | None,
+    launch: LaunchPlan,
 ) -> Resources:
     policy = cluster.policy
     gpus = gpus_per_node(spec)
     cpus = min(policy.cpus_per_gpu * gpus, partition.cpus_per_node)
+    # One task per GPU: each task gets that GPU's share of the CPUs.
+    tasks = gpus if launch.launch == Launch.GPU_TASKS else 1
     memory = min(
         base_memory_mb(cluster, gpus) + _data_memory_mb(spec, storage), partition.memory_per_node_mb
     )
@@ -77,14 +82,9 @@ def size_resources(
             sources.SBATCH_DIRECTIVES,
         ),
         gpus_per_node=Amount(gpus, _why_gpus(spec, gpus), sources.SBATCH_ELEMENTS),
-        tasks_per_node=Amount(
-            1,
-            "One task per node: the program (or a launcher such as torchrun) starts its own "
-            "workers for the node's GPUs.",
-            sources.SBATCH_DIRECTIVES,
-        ),
+        tasks_per_node=Amount(tasks, launch.reason, launch.source),
         cpus_per_task=Amount(
-            cpus,
+            max(1, cpus // tasks),
             f"{policy.cpus_per_gpu} CPUs per GPU, {cluster.name}'s ratio: enough DataLoader "
             "workers to keep each GPU fed.",
             policy.source or sources.SBATCH_ELEMENTS,

@@ -80,6 +80,9 @@ PUBLIC_HARDWARE = Source(
     "the cluster's public documentation", "GPU node types (see the admin note)"
 )
 SINGLE_GPU_PYTORCH = Source(DOC_FEDERATION_NOTES, "pytorch with single-gpu")
+MULTI_GPU_PYTORCH = Source(
+    DOC_FEDERATION_NOTES, "Pytorch with multi-gpu / Data parallelism with multiple GPUs"
+)
 
 # Slurm's own manual, for how sbatch reads a script: no cluster document spells these rules out.
 SBATCH_SCRIPT_RULES = Source(

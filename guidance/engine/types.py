@@ -77,6 +77,23 @@ class PythonBuilder(StrEnum):
         }[self.value]
 
 
+class Launch(StrEnum):
+    """How the user's command starts its processes on the job's nodes."""
+
+    NODE = "node"  # the script starts it once on every node: python, torchrun, accelerate launch
+    GPU_TASKS = "gpu-tasks"  # it starts one task per GPU itself: srun python, mpirun
+    NODE_TASKS = "node-tasks"  # it starts one launcher per node itself: srun torchrun
+
+    @property
+    def label(self) -> str:
+        return {
+            "node": "Once on every node, started by the script (python, torchrun, accelerate "
+            "launch)",
+            "gpu-tasks": "It starts one task per GPU itself (srun python ..., mpirun)",
+            "node-tasks": "It starts one launcher per node itself (srun torchrun ...)",
+        }[self.value]
+
+
 class Scheduler(StrEnum):
     SLURM = "slurm"
     RUNAI = "runai"
@@ -208,6 +225,8 @@ class JobSpec:
     similar_runs: int = 1
     # The job builds a virtualenv on the node (from a requirements file): it keeps a folder there.
     builds_environment: bool = False
+    command: str = ""  # as the user wrote it: it tells how the program starts (launch.py)
+    launch: Launch | None = None  # None: told from the command
 
 
 # --- What the engine says back -----------------------------------------------------------
@@ -299,6 +318,14 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class LaunchPlan:
+    launch: Launch
+    reason: str
+    told: bool  # the user chose it; otherwise the command's words told
+    source: Source
+
+
+@dataclass(frozen=True)
 class ChainPlan:
     jobs: int
     hours_per_job: float
@@ -321,6 +348,7 @@ class Recommendation:
     choice: PartitionChoice | None = None
     resources: Resources | None = None
     chain: ChainPlan | None = None
+    launch: LaunchPlan | None = None
     # The cluster takes no Slurm scripts (e.g. Run:ai): the advice stands, no script is made.
     guidance_only: bool = False
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 from django import forms
 from django.core.validators import RegexValidator
 
-from guidance.engine import DataKind, JobSpec
+from guidance.engine import DataKind, JobSpec, Launch
 from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.forms import AdviceForm
 from guidance.models import Cluster
@@ -82,6 +82,13 @@ class ComposeForm(AdviceForm):
         help_text="Runs with $DATA_PATH (the data, staged or in place), $STAGE_DIR, "
         "$RESULTS_DIR, $CHECKPOINT_DIR and, in a chain, $LAST_CHECKPOINT set.",
     )
+    launch = forms.ChoiceField(
+        label="How the command starts",
+        required=False,
+        choices=[("", "Tell from the command"), *((k.value, k.label) for k in Launch)],
+        help_text="On several GPUs or nodes: whether the script starts the command on every "
+        "node, or the command starts its own tasks (srun, mpirun).",
+    )
     mail_user = forms.EmailField(
         label="E-mail me when it ends or fails", required=False, max_length=254
     )
@@ -90,7 +97,8 @@ class ComposeForm(AdviceForm):
         "cluster", "job_name", "account", "workload", "dataset_gb", "file_count",
         "data_location", "data_path", "data_kind", "gpu_type", "gpu_count", "gpu_mem_gb", "hours",
         "checkpointing", "multi_gpu", "nodes", "expects_full_utilization", "similar_runs",
-        "modules", "environment", "environment_path", "command", "results_dir", "mail_user",
+        "modules", "environment", "environment_path", "command", "launch", "results_dir",
+        "mail_user",
     ]  # fmt: skip
 
     def clean_modules(self) -> tuple[str, ...]:
@@ -120,7 +128,8 @@ class ComposeForm(AdviceForm):
             self.add_error(
                 "modules",
                 f"Jobs on {cluster.name} have no module command (its published job "
-                f"environment): {instead}."
+                f"environment): {instead}. If they do, the portal's admins tick 'module command "
+                "in jobs' in its job environment."
                 if environment
                 else _unpublished(cluster, "a module command", instead),
             )
@@ -132,7 +141,8 @@ class ComposeForm(AdviceForm):
                 self.add_error(
                     field,
                     f"Jobs on {cluster.name} have no ${variable} (its published job "
-                    f"environment): {instead}."
+                    f"environment): {instead}. If they do, the portal's admins add {variable} "
+                    "to its job environment's variables."
                     if environment
                     else _unpublished(cluster, f"${variable}", instead),
                 )
@@ -145,6 +155,8 @@ class ComposeForm(AdviceForm):
             data_path=data.get("data_path", ""),
             data_kind=DataKind(kind) if kind else None,
             builds_environment=data.get("environment") == BUILD_ON_NODE,
+            command=data.get("command", ""),
+            launch=Launch(data["launch"]) if data.get("launch") else None,
         )
 
 
