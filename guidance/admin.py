@@ -75,6 +75,16 @@ class ClusterAdmin(SimpleHistoryAdmin):
         StorageTierInline,
     ]
 
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        # A new cluster left without one gets its scheduler's default, which says what to add.
+        if models.JobEnvironment.default_for(form.instance):
+            self.message_user(
+                request,
+                "It has the default job environment of a Slurm cluster (no variables but Slurm's, "
+                "no module command): add what its jobs get under 'Job environment'.",
+            )
+
     @admin.display(description="Host key")
     def host_key_link(self, obj: models.Cluster) -> str:
         if not obj.pk:

@@ -266,6 +266,23 @@ class JobEnvironment(Sourced):
     def __str__(self) -> str:
         return f"{self.cluster.name} job environment"
 
+    @classmethod
+    def default_for(cls, cluster: Cluster) -> "JobEnvironment | None":
+        """What a new cluster's jobs can be counted on to have, from its scheduler: on Slurm,
+        $HOME, $USER and Slurm's own variables, no module command, and python3 -m venv. An admin
+        then adds what the site gives (e.g. SLURM_TMPDIR, SCRATCH=/scratch/$USER, modules)."""
+        if not cluster.takes_scripts or cls.objects.filter(cluster=cluster).exists():
+            return None
+        environment = cls(
+            cluster=cluster,
+            python_builder=PythonBuilder.VENV,
+            note="The default for a new Slurm cluster: nothing but what Slurm itself gives. "
+            "Add the variables and the module command its jobs have.",
+        )
+        environment._change_reason = "The default for a new Slurm cluster"
+        environment.save()
+        return environment
+
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The variables as (name, value) pairs; value "" where only the scheduler sets it."""
         lines = (line.strip() for line in self.variables.splitlines())

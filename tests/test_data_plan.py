@@ -7,7 +7,7 @@ plan says and why, and that an admin's edit of a site's job environment reaches 
 import pytest
 from django.core.exceptions import ValidationError
 
-from guidance.models import JobEnvironment, StorageTier
+from guidance.models import Cluster, GpuType, JobEnvironment, Partition, StorageTier
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 
@@ -181,7 +181,7 @@ def test_a_virtualenv_built_on_the_node_goes_with_the_jobs_folder(
     script = composed.script
     assert f'WORK_DIR="{work_dir}"' in script
     assert ('rm -rf "$WORK_DIR" || true' in script) == removed
-    assert ("node_cleaners=$!" in script) == ("nodes" in changes)
+    assert ("other_nodes=$!" in script) == ("nodes" in changes)
 
 
 def test_each_cluster_page_publishes_what_its_jobs_get(seeded, user_client):
@@ -215,3 +215,53 @@ def test_without_javascript_the_path_check_answers_in_the_page(seeded, user_clie
     page = user_client.post("/jobs/new/", BASE | {"check_path": "1"}).content.decode()
     assert "Set up your login on Narval to check paths there" in page
     assert 'value="$PROJECT/data/imagenet.tar"' in page  # nothing typed is lost
+
+
+def _add_in_admin(staff_client, **fields) -> str:
+    """A cluster as an admin adds one: the cluster's own fields, every inline left empty."""
+    inlines = ["policy", "job_environment", "gpu_types", "partitions", "storage_tiers"]
+    data = {"scheduler": "slurm", "login_port": "22"} | fields
+    for prefix in inlines:
+        data |= {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
+    page = staff_client.post("/admin/guidance/cluster/add/", data, follow=True)
+    assert page.status_code == 200
+    return page.content.decode()
+
+
+def test_a_cluster_added_in_the_admin_gets_a_default_job_environment_that_says_what_to_add(
+    seeded, staff_client
+):
+    page = _add_in_admin(staff_client, name="Newsite", slug="newsite")
+    assert "It has the default job environment of a Slurm cluster" in page
+    cluster = Cluster.objects.get(slug="newsite")
+    environment = cluster.job_environment
+    assert (environment.pairs(), environment.modules) == ((), False)
+    gpu = GpuType.objects.create(cluster=cluster, name="a100", memory_gb=40, relative_speed=1)
+    Partition.objects.create(
+        cluster=cluster, name="gpu", slurm_partition="gpu", gpu_type=gpu, gpus_per_node=4,
+        cpus_per_node=32, memory_per_node_mb=256_000, max_hours=24, default_hours=1,
+    )  # fmt: skip
+    form, composed = _compose(
+        seeded, cluster="newsite", modules="cuda", data_path="$SCRATCH/imagenet.tar"
+    )
+    assert composed is None
+    assert form.errors["data_path"] == [
+        "Jobs on Newsite have no $SCRATCH (its published job environment): give the full path "
+        "instead. If they do, the portal's admins add SCRATCH to its job environment's variables."
+    ]
+    assert "tick 'module command in jobs' in its job environment" in form.errors["modules"][0]
+    # Once added, the same form composes, and the script falls back on the admin's value.
+    environment.variables = "SCRATCH=/scratch/$USER"
+    environment.modules = True
+    environment.save()
+    form, composed = _compose(
+        seeded, cluster="newsite", modules="cuda", data_path="$SCRATCH/imagenet.tar"
+    )
+    assert composed is not None, form.errors
+    assert ': "${SCRATCH:=/scratch/$USER}"' in composed.script
+
+
+def test_a_guidance_only_cluster_gets_no_job_environment(seeded, staff_client):
+    page = _add_in_admin(staff_client, name="Runai", slug="runai2", scheduler="runai")
+    assert "default job environment" not in page
+    assert not JobEnvironment.objects.filter(cluster__slug="runai2").exists()
