@@ -6,8 +6,17 @@ from jobs import models
 
 @admin.register(models.SiteTemplate)
 class SiteTemplateAdmin(SimpleHistoryAdmin):
-    list_display = ["name", "slug", "published", "order"]
+    list_display = ["name", "slug", "for_clusters", "published", "order"]
+    list_filter = ["clusters", "published"]
     prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["clusters"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("clusters")
+
+    @admin.display(description="Clusters")
+    def for_clusters(self, obj: models.SiteTemplate) -> str:
+        return ", ".join(c.name for c in obj.clusters.all()) or "every cluster"
 
 
 class GpuDeviceInline(admin.TabularInline):

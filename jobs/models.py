@@ -23,6 +23,12 @@ class SiteTemplate(models.Model):
     fields = models.JSONField(
         default=dict, help_text="The composer's field values, by field name (e.g. command)."
     )
+    clusters = models.ManyToManyField(
+        "guidance.Cluster",
+        blank=True,
+        related_name="site_templates",
+        help_text="The clusters it is written for (their modules, paths); none: every cluster.",
+    )
     published = models.BooleanField(default=True)
     order = models.PositiveSmallIntegerField(default=100)
     history = HistoricalRecords()
@@ -32,6 +38,14 @@ class SiteTemplate(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def starting_values(self, cluster: str = "") -> dict:
+        """Its fields, on `cluster` (a slug) when it is written for it, else on its first."""
+        values = dict(self.fields)
+        slugs = [c.slug for c in self.clusters.all()]
+        if slugs and values.get("cluster") not in slugs:
+            values["cluster"] = cluster if cluster in slugs else slugs[0]
+        return values
 
 
 class Composition(models.Model):

@@ -31,7 +31,8 @@ def _get_composition_for_user(request: HttpRequest, pk: int) -> Composition:
 def _starting_values(request: HttpRequest) -> dict:
     """What a new composition starts from: a site template, one of the user's, or nothing."""
     if slug := request.GET.get("template"):
-        return get_object_or_404(SiteTemplate, slug=slug, published=True).fields
+        template = get_object_or_404(SiteTemplate, slug=slug, published=True)
+        return template.starting_values(request.GET.get("on", ""))
     if pk := request.GET.get("from"):
         return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0).fields
     return {}
@@ -87,7 +88,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         "validation": checked,
         "path_check": checked_path,
         "edited": bool(script_text and composed and _edited(script_text, composed.script)),
-        "site_templates": SiteTemplate.objects.filter(published=True),
+        "site_templates": SiteTemplate.objects.filter(published=True).prefetch_related("clusters"),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
     }
     template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"

@@ -13,6 +13,7 @@ from jobs.cluster import keys
 from jobs.cluster.errors import ClusterError
 from jobs.cluster.importer import import_partitions
 from jobs.cluster.remote import host_key, login_for
+from jobs.management.commands.seed_templates import link_seeded_templates
 from jobs.models import ClusterAccount
 
 SCRIPT = Path(settings.BASE_DIR) / "docker" / "devcluster" / "devcluster"
@@ -58,6 +59,7 @@ class Command(BaseCommand):
             },
         )
         self._guidance(cluster)
+        link_seeded_templates(cluster)
         users = get_user_model().objects.filter(
             **({"username__in": usernames} if usernames else {"is_superuser": True})
         )
