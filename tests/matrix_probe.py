@@ -3,7 +3,10 @@
 It reads the data where the script put it ($DATA_PATH), writes what it found as JSON to the results
 destination on shared storage (one file per node and chain part), leaves a result in $RESULTS_DIR
 (node-local when the data was staged: it only arrives if the copy-back works) and, on the first
-task, a checkpoint naming the one it resumed from. Standard library only: Python 3.8 and newer.
+task, a checkpoint naming the one it resumed from. On several nodes every task first meets the
+others through MASTER_ADDR and MASTER_PORT, as torch.distributed does, and every node writes the
+same file name into $RESULTS_DIR and one of its own into $CHECKPOINT_DIR. On USR1 it saves and
+exits, as a checkpointing program does. Standard library only: Python 3.8 and newer.
 """
 
 import hashlib
@@ -11,6 +14,7 @@ import json
 import os
 import pathlib
 import signal
+import socket
 import time
 
 
@@ -32,16 +36,59 @@ def probe_module() -> str:
     return portal_probe.VALUE
 
 
+def rendezvous(rank: int, world: int) -> dict:
+    """Every rank connects to rank 0, which answers once all have come: what each learnt."""
+    address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+    node = os.environ.get("SLURMD_NODENAME", "")
+    if rank == 0:
+        with socket.create_server(("", address[1])) as server:
+            server.settimeout(120)
+            peers = [server.accept()[0] for _ in range(world - 1)]
+            seen = {0: node}
+            for peer in peers:
+                said = json.loads(peer.makefile().readline())
+                seen[said["rank"]] = said["node"]
+            for peer in peers:
+                peer.sendall((json.dumps(seen) + "\n").encode())
+                peer.close()
+        return seen
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            connection = socket.create_connection(address, timeout=120)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    with connection:
+        connection.sendall((json.dumps({"rank": rank, "node": node}) + "\n").encode())
+        return json.loads(connection.makefile().readline())
+
+
+def on_usr1(*_) -> None:
+    """What a checkpointing program does before its time limit: save, and exit."""
+    env = os.environ
+    name = f"usr1-{env.get('SLURM_ARRAY_TASK_ID', '0')}-{env.get('SLURMD_NODENAME', '')}"
+    (pathlib.Path(env["RESULTS_DEST"]) / name).write_text(str(time.time()))
+    raise SystemExit(0)
+
+
 def main() -> None:
-    signals = []
-    signal.signal(signal.SIGUSR1, lambda *_: signals.append("USR1"))
+    started = time.time()
+    signal.signal(signal.SIGUSR1, on_usr1)
     env = os.environ
     part = env.get("SLURM_ARRAY_TASK_ID", "0")
     node = env.get("SLURMD_NODENAME", "unknown")
+    world = int(env.get("WORLD_SIZE", "1"))
+    # The portal's per-node start sets NODE_RANK; the user's own srun gives each task its rank.
+    rank = int(env.get("NODE_RANK", env.get("SLURM_PROCID", "0")))
+    met = rendezvous(rank, world) if world > 1 else {}
     data = pathlib.Path(env["DATA_PATH"])
     sha, files = digest(data)
     last = env.get("LAST_CHECKPOINT", "")
     found = {
+        "started": started,
         "digest": sha,
         "files": files,
         "data_path": str(data),
@@ -50,9 +97,14 @@ def main() -> None:
         "slurm_tmpdir": env.get("SLURM_TMPDIR"),
         "probe_module": probe_module(),
         "resumed_from": pathlib.Path(last).read_text() if last else "",
-        "signals": signals,
+        "rank": rank,
+        "met": met,
+        "rendezvous": {name: env.get(name) for name in ("MASTER_ADDR", "NNODES", "WORLD_SIZE")},
     }
     results_dir = pathlib.Path(env["RESULTS_DIR"])
+    if world > 1:  # the same name on every node: only what comes back apart survives
+        (results_dir / "node.txt").write_text(node)
+        (pathlib.Path(env["CHECKPOINT_DIR"]) / f"node-{node}.txt").write_text(str(rank))
     if env.get("SLURM_PROCID", "0") == "0":
         (results_dir / f"result-{part}.txt").write_text(sha)
         checkpoint = pathlib.Path(env["CHECKPOINT_DIR"]) / f"part-{part}.ckpt"

@@ -3,7 +3,7 @@
 import pytest
 
 from guidance.engine import Placement, TierKind, Workload, sources
-from guidance.engine.storage import cleanup_command
+from guidance.engine.storage import CLEANUP_COMMAND, EVERY_NODE_CLEANS
 from tests.engine_helpers import advise, codes, note
 
 DOC_001_TIERS = sources.DATASET_SIZE_TIERS
@@ -171,13 +171,13 @@ def test_a_virtualenvs_folder_is_removed_for_its_own_reason():
 @pytest.mark.parametrize(
     "fields", [{"dataset_gb": 50}, {"dataset_gb": 500, "builds_environment": True}]
 )
-def test_on_two_nodes_a_task_on_each_other_node_removes_its_folder(fields):
+def test_on_two_nodes_the_plan_says_every_node_removes_its_folder(fields):
     two_nodes = {"nodes": 2, "multi_gpu": True, "gpu_count": 8}
     cleanup = advise("processing", **fields, **two_nodes).storage.cleanup
-    assert cleanup.command == cleanup_command(2)
-    assert cleanup.command.startswith(
-        "srun --overlap --disable-status --nodes=$((SLURM_NNODES - 1))"
-    )
+    assert cleanup.command == CLEANUP_COMMAND
+    assert cleanup.reason.endswith(EVERY_NODE_CLEANS)
+    one_node = advise("processing", **fields).storage.cleanup
+    assert EVERY_NODE_CLEANS not in one_node.reason
 
 
 def test_data_on_nearline_must_be_recalled_first():

@@ -14,6 +14,7 @@ import io
 import json
 import pathlib
 import shutil
+import socket
 import subprocess
 import time
 import uuid
@@ -84,11 +85,15 @@ class Case:
     nodes: int = 1
     environment: str = "none"  # none | modules | venv | requirements
     chain: bool = False
-    ending: str = "ok"  # ok | fail (exit 3) | timeout | cancel: each after the results are written
+    # ok | fail (exit 3) | timeout | cancel: each after the results are written; usr1: Slurm's
+    # warning comes while the job builds its environment, and the program saves and exits on it.
+    ending: str = "ok"
+    launch: str = "portal"  # portal: the script starts the command; srun: the command's own srun
 
     @property
     def name(self) -> str:
         parts = [self.site, self.shape, self.placement, f"{self.nodes}n", self.environment]
+        parts += ["srun"] if self.launch == "srun" else []
         parts += ["chain"] if self.chain else []
         parts += [self.ending] if self.ending != "ok" else []
         return "-".join(parts).replace(".", "")
@@ -100,6 +105,7 @@ ENDINGS = {
     "fail": ("FAILED", "PROBE_EXIT=3 "),
     "timeout": ("TIMEOUT", "PROBE_SECONDS=600 "),
     "cancel": ("CANCELLED", "PROBE_SECONDS=600 "),
+    "usr1": ("COMPLETED", "PROBE_SECONDS=300 "),
 }
 
 
@@ -127,6 +133,11 @@ CASES = [
     ),
     # Cancelled, its node-local copies go on both nodes although no new step may start.
     Case("processing", "large-folder", nodes=2, ending="cancel"),
+    # Two nodes as multi-node users write them: their own srun, and data read in place (every
+    # 2-node case also meets across the nodes, and writes the same names on each).
+    *(Case(site, nodes=2, launch="srun") for site in PROFILES),
+    *(Case(site, "large-folder", "shared", nodes=2) for site in PROFILES),
+    *(Case(site, environment="requirements", ending="usr1") for site in ("narval", "processing")),
 ]
 
 
@@ -206,12 +217,12 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         "nodes": str(case.nodes),
         "similar_runs": "1",
         "environment": "none",
-        "command": f'{ENDINGS[case.ending][1]}python3 "$HOME"/{run}/probe.py',
+        "command": f'{ENDINGS[case.ending][1]}{_launcher(case)}python3 "$HOME"/{run}/probe.py',
         "results_dir": f"{site.results_root}/{run}/results/{case.name}",
     }
     if case.site == "local":
         data["gpu_type"] = "a100"
-    if case.chain:
+    if case.chain or case.ending == "usr1":
         data["checkpointing"] = "on"
     if case.nodes > 1:
         data["multi_gpu"] = "on"
@@ -222,6 +233,10 @@ def _form(case: Case, run: str, wheel: str) -> dict:
     elif case.environment == "requirements":
         data |= {"environment": "requirements", "environment_path": f"$HOME/{run}/{wheel}"}
     return data
+
+
+def _launcher(case: Case) -> str:
+    return "srun " if case.launch == "srun" else ""
 
 
 @pytest.fixture(scope="module")
@@ -328,7 +343,7 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
     answer = devcluster.ssh(f"bash {scripts_dir}/submit.sh", timeout=120)
     assert answer.returncode == 0, answer.stderr
     ids = dict(line.split() for line in answer.stdout.splitlines())
-    _cancel_once_written(devcluster, rendered, ids, run)
+    _interrupt(devcluster, rendered, ids, run)
     rows = _wait(devcluster, list(ids.values()), timeout=600)
     print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
 
@@ -348,19 +363,32 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _cancel_once_written(devcluster, rendered, ids: dict[str, str], run: str) -> None:
-    """scancel each "cancel" case once its program has written its results, on every node."""
-    waiting = {name for name, (case, _, _) in rendered.items() if case.ending == "cancel"}
+def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
+    """scancel each "cancel" case once its program has written its results, on every node, and
+    send USR1 to each "usr1" case's batch shell (as --signal=B: does) while it builds its
+    virtualenv, before the program has started."""
+    waiting = {name for name, (case, _, _) in rendered.items() if case.ending in {"cancel", "usr1"}}
     deadline = time.monotonic() + 300
     while waiting and time.monotonic() < deadline:
         for name in sorted(waiting):
-            case = rendered[name][0]
-            results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
-            if len(list(results.glob("probe-*.json"))) == case.nodes:
-                assert devcluster.ssh(f"scancel {ids[name]}").returncode == 0
+            case, job_id = rendered[name][0], ids[name]
+            if case.ending == "cancel":
+                results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
+                if len(list(results.glob("probe-*.json"))) == case.nodes:
+                    assert devcluster.ssh(f"scancel {job_id}").returncode == 0
+                    waiting.discard(name)
+            elif _building_environment(devcluster, job_id):
+                signal = devcluster.ssh(f"scancel --batch --signal=USR1 {job_id}")
+                assert signal.returncode == 0, signal.stderr
                 waiting.discard(name)
-        time.sleep(1)
+        time.sleep(0.2)
     assert not waiting, f"never started: {waiting}"
+
+
+def _building_environment(devcluster, job_id: str) -> bool:
+    envs = [f"/processing/{USER}/{job_id}/env", f"/localscratch/{USER}.{job_id}.0/env"]
+    check = " || ".join(f"test -d {path}" for path in envs)
+    return any(devcluster.on_node(node, check).returncode == 0 for node in ("a100-1", "a100-2"))
 
 
 def _gone(devcluster, path: str, nodes=("a100-1", "a100-2"), seconds: float = 20) -> bool:
@@ -390,6 +418,25 @@ def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, st
         if time.monotonic() > deadline:
             pytest.fail(f"jobs still not done after {timeout} s: {waiting}")
         time.sleep(2)
+
+
+def _check_every_node(ran: Ran, probes: list[dict]) -> None:
+    """Every rank met rank 0 on the first node, and what each node wrote came back, apart."""
+    by_rank = {probe["rank"]: probe for probe in probes}
+    assert sorted(by_rank) == [0, 1], probes
+    first, second = by_rank[0]["met"]["0"], by_rank[0]["met"]["1"]
+    assert first != second, "both ranks ran on one node"
+    assert all(probe["met"] == {"0": first, "1": second} for probe in probes), probes
+    for probe in probes:
+        assert probe["rendezvous"] == {
+            "MASTER_ADDR": socket.gethostname(),  # the dev cluster's nodes share this host
+            "NNODES": "2",
+            "WORLD_SIZE": "2",
+        }
+    assert (ran.results / "node.txt").read_text() == first
+    assert (ran.results / "node-1" / "node.txt").read_text() == second
+    checkpoints = {path.name for path in (ran.results / "checkpoints").glob("node-*.txt")}
+    assert checkpoints == {f"node-{first}.txt", f"node-{second}.txt"}
 
 
 def _probes(ran: Ran) -> list[dict]:
@@ -445,6 +492,14 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
         assert second["resumed_from"] == "part 1"
         # Part 2's older copy of a result did not overwrite part 1's newer one.
         assert (ran.results / "shared.txt").read_text() == "from part 1"
+    if case.nodes > 1:
+        _check_every_node(ran, probes)
+    if case.ending == "usr1":
+        [probe] = probes
+        [usr1] = ran.results.glob("usr1-0-*")
+        # It came while the virtualenv was built: the program got it once it had started and
+        # could catch it, and saved before its limit.
+        assert float(usr1.read_text()) - probe["started"] >= 10, "USR1 came after the start"
     # Nothing of the job is left on any node's local disk.
     for probe in probes:
         for path in {probe["stage_dir"], probe["env_dir"]} - {""}:

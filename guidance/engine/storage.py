@@ -24,21 +24,12 @@ RESULTS_DEST = '"$RESULTS_DEST"'
 ON_EVERY_NODE = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 "
 
 
-def cleanup_command(nodes: int) -> str:
-    """Removes the job's folder on node-local storage. On several nodes, the batch node removes
-    its own after copying the results back; on each other node a task that lives as long as the
-    job removes it when stopped: cancelled or out of time, Slurm starts no new step, but it does
-    signal the steps that run."""
-    if nodes > 1:
-        return (
-            "srun --overlap --disable-status --nodes=$((SLURM_NNODES - 1)) "
-            '--ntasks=$((SLURM_NNODES - 1)) --ntasks-per-node=1 --exclude="$SLURMD_NODENAME" '
-            "--cpus-per-task=1 --mem=0 bash -c "
-            # On its way out it also stops its sleep: Slurm ends the step when no process is left.
-            '\'trap "kill \\$! 2>/dev/null; rm -rf \\"\\$WORK_DIR\\"" EXIT; '
-            'trap "exit 0" INT TERM; while :; do sleep 3600 & wait $!; done\''
-        )
-    return f"rm -rf {WORK_DIR}"
+CLEANUP_COMMAND = f"rm -rf {WORK_DIR}"
+# On several nodes the script runs it on each (jobs/compose/script.py, its node keepers).
+EVERY_NODE_CLEANS = (
+    "Each node removes its own: the first after copying the results back, the others when the "
+    "job ends, even cancelled or out of time."
+)
 
 
 def many_files(spec: JobSpec, cluster: Cluster) -> bool:
@@ -301,16 +292,18 @@ def _cleanup(spec: JobSpec, tier: StorageTier | None, staged: bool) -> Step | No
     # Without a tier, or a path for it, the script keeps its folder in the node's own /tmp.
     if tier is not None and tier.path and tier.per_job:
         return None  # the scheduler removes a per-job directory itself
+    on_every_node = f" {EVERY_NODE_CLEANS}" if spec.nodes > 1 else ""
     if staged and tier.path:
         return Step(
             "Remove the staged data when the job ends",
-            cleanup_command(spec.nodes),
-            f"{tier.path} is shared by everybody's jobs on the node: clean up so it stays free.",
+            CLEANUP_COMMAND,
+            f"{tier.path} is shared by everybody's jobs on the node: clean up so it stays free."
+            + on_every_node,
             sources.PROCESSING_CLEANUP,
         )
     return Step(
         "Remove the job's folder on the node",
-        cleanup_command(spec.nodes),
-        "Other jobs need the space.",
+        CLEANUP_COMMAND,
+        "Other jobs need the space." + on_every_node,
         sources.PROCESSING_CLEANUP,
     )

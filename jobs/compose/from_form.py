@@ -64,6 +64,7 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         gpus_per_node=resources.gpus_per_node.value,
         nodes=resources.nodes.value,
         tasks_per_node=resources.tasks_per_node.value,
+        launch=rec.launch.launch,
         cpus_per_task=resources.cpus_per_task.value,
         mem=resources.mem,
         time=resources.time,

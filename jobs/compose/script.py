@@ -9,7 +9,7 @@ writes can add a directive, end a quote or change the script around it.
 import shlex
 import textwrap
 
-from guidance.engine import DataKind, Placement, PythonBuilder
+from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.data import file_name
 from guidance.engine.shell import shell_path, variable_of
 from guidance.engine.slurm_time import parse_seconds
@@ -18,6 +18,10 @@ from jobs.compose.script_spec import ScriptSpec
 from jobs.script_markers import MONITORING_START, MONITORING_STOP, STOP_MARK, STOP_STATUS
 
 WARNING_SECONDS = 300  # how long before the time limit a checkpointing job hears SIGUSR1
+# A program's start-up, before it catches USR1: 30 s, or a quarter of a short warning.
+USR1_GRACE_SECONDS = 30
+# MASTER_PORT: the first port and how many follow, below Linux's ephemeral ports (32768 on).
+RENDEZVOUS_PORTS = (10000, 20000)
 # Always set in a Slurm job: a path may start with them without a check.
 ALWAYS_SET = frozenset({"HOME", "USER"})
 
@@ -55,6 +59,10 @@ def warning_seconds(time: str) -> int:
     """When a checkpointing job hears USR1 before its limit: 300 s, or a quarter of a short limit
     (with 300 s of 5 minutes the signal would come at the start)."""
     return max(10, min(WARNING_SECONDS, int(parse_seconds(time)) // 4))
+
+
+def usr1_grace_seconds(time: str) -> int:
+    return max(1, min(USR1_GRACE_SECONDS, warning_seconds(time) // 4))
 
 
 def _header(spec: ScriptSpec) -> list[str]:
@@ -196,12 +204,21 @@ def _check_data(spec: ScriptSpec) -> list[str]:
     return lines
 
 
+def _keeps_other_nodes(spec: ScriptSpec) -> bool:
+    """A task on each other node saves what the command wrote there, or cleans up, at the end."""
+    return spec.nodes > 1 and (_results_on_node(spec) or spec.cleanup is not None)
+
+
+def _results_on_node(spec: ScriptSpec) -> bool:
+    return spec.placement != Placement.SHARED
+
+
 def _finish(spec: ScriptSpec) -> list[str]:
     cleanup = spec.cleanup
-    several = cleanup is not None and spec.nodes > 1
+    several = _keeps_other_nodes(spec)
     lines = [
         "",
-        *(['node_cleaners=""  # started below, once the folders exist'] if several else []),
+        *(['other_nodes=""  # their keepers, started once the folders exist'] if several else []),
         "# On any exit, also a failure or a time limit: save results, then clean up.",
         "finish() {",
     ]
@@ -210,15 +227,17 @@ def _finish(spec: ScriptSpec) -> list[str]:
         body += [f"    {line}" for line in _comment(spec.copy_back.comment)]
         body.append(f"    {spec.copy_back.command} || true")
     if several:
-        body += [f"    {line}" for line in _comment(cleanup.comment)]
         body += [
-            "    # Stop the other nodes' clean-up tasks (srun passes SIGINT on); then this node's.",
-            '    if [ -n "$node_cleaners" ]; then',
-            '        kill -INT "$node_cleaners" 2>/dev/null || true',
-            '        wait "$node_cleaners" 2>/dev/null || true',
+            "    # Each other node saves its own, and cleans up, when its keeper stops (srun",
+            "    # passes SIGINT on to it).",
+            '    if [ -n "$other_nodes" ]; then',
+            '        kill -INT "$other_nodes" 2>/dev/null || true',
+            '        wait "$other_nodes" 2>/dev/null || true',
             "    fi",
-            '    rm -rf "$WORK_DIR" || true',
         ]
+        if cleanup:
+            body += [f"    {line}" for line in _comment(cleanup.comment)]
+            body.append('    rm -rf "$WORK_DIR" || true')
     elif cleanup:
         body += [f"    {line}" for line in _comment(cleanup.comment)]
         body.append(f"    {cleanup.command} || true")
@@ -228,9 +247,17 @@ def _finish(spec: ScriptSpec) -> list[str]:
         lines += [
             "",
             "# Before the time limit Slurm sends USR1: pass it to the program so that it can write",
-            "# a checkpoint and exit (once it has started: before that there is nothing to save).",
+            "# a checkpoint and exit. One that comes before the program has started (while the",
+            "# data is staged) is kept for the program, which gets it once it has started.",
             'program=""',
-            'forward_usr1() { [ -z "$program" ] || kill -USR1 "$program" 2>/dev/null || true; }',
+            'usr1_pending=""',
+            "forward_usr1() {",
+            '    if [ -n "$program" ]; then',
+            '        kill -USR1 "$program" 2>/dev/null || true',
+            "    else",
+            "        usr1_pending=1",
+            "    fi",
+            "}",
             "trap forward_usr1 USR1",
         ]
     return lines
@@ -242,16 +269,59 @@ def _folders(spec: ScriptSpec) -> list[str]:
         "# Made once the exit trap is set, which cleans them up whatever happens next.",
         'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
     ]
-    if spec.cleanup and spec.nodes > 1:
+    if spec.nodes > 1 and _results_on_node(spec):
         lines += [
-            "# A task on each other node, for as long as the job runs, removes the job's folder",
-            "# there when it ends: cancelled or out of time, Slurm starts no new step but signals",
-            "# this one. The batch node removes its own after copying the results back.",
-            "export WORK_DIR",
-            f"{spec.cleanup.command} </dev/null >/dev/null 2>&1 &",
-            "node_cleaners=$!",
+            "# Every node has its own node-local $RESULTS_DIR, where the command may write.",
+            f'{ON_EVERY_NODE}mkdir -p "$RESULTS_DIR"',
         ]
+    if _keeps_other_nodes(spec):
+        lines += _node_keepers(spec)
     return lines
+
+
+def _node_keepers(spec: ScriptSpec) -> list[str]:
+    # A job that is cancelled gets SIGTERM from Slurm and SIGINT from finish(): the second must
+    # not cut the saving short.
+    save = ["    trap '' INT TERM"]
+    if _results_on_node(spec):
+        save += [
+            "    # This step leaves out the first node (the batch node): rank 1 is the second.",
+            "    local rank=$((SLURM_NODEID + 1))",
+            '    if [ -n "$(ls -A "$RESULTS_DIR" 2>/dev/null)" ]; then',
+            '        mkdir -p "$RESULTS_DEST/node-$rank"',
+            '        rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST/node-$rank"/',
+            "    fi",
+        ]
+    if spec.cleanup:
+        save.append('    rm -rf "$WORK_DIR"')
+    return [
+        *_comment(
+            "A keeper on each other node, for as long as the job runs: when the job ends it "
+            + (
+                "copies what the command wrote there to $RESULTS_DEST/node-<rank>, so that no "
+                "node overwrites another's results, and "
+                if _results_on_node(spec)
+                else ""
+            )
+            + "removes the job's folder there. Cancelled or out of time, Slurm starts no new "
+            "step but does signal the steps that run."
+        ),
+        "save_node() {",
+        *save,
+        "}",
+        "keep_node() {",
+        "    # On its way out it stops its sleep too: Slurm ends the step when no process is left.",
+        "    trap 'kill $! 2>/dev/null; save_node' EXIT",
+        "    trap 'exit 0' INT TERM",
+        "    while :; do sleep 3600 & wait $!; done",
+        "}",
+        "export -f save_node keep_node",
+        "export WORK_DIR",
+        "srun --overlap --disable-status --nodes=$((SLURM_NNODES - 1)) "
+        '--ntasks=$((SLURM_NNODES - 1)) --ntasks-per-node=1 --exclude="$SLURMD_NODENAME" '
+        "--cpus-per-task=1 --mem=0 bash -c keep_node </dev/null >/dev/null 2>&1 &",
+        "other_nodes=$!",
+    ]
 
 
 def _python_module(spec: ScriptSpec) -> str:
@@ -313,8 +383,60 @@ def _staging(spec: ScriptSpec) -> list[str]:
     return lines
 
 
+def _rendezvous(spec: ScriptSpec) -> list[str]:
+    if spec.nodes == 1 and spec.gpus_per_node == 1:
+        return []
+    return [
+        "",
+        *_comment(
+            "Where the processes of a distributed program meet (the names torch.distributed "
+            "reads): the first node, which runs this script, on a port of this job's own so that "
+            "jobs sharing a node do not collide; one process per GPU."
+        ),
+        "MASTER_ADDR=$(hostname)",
+        f"MASTER_PORT=$(({RENDEZVOUS_PORTS[0]} + SLURM_JOB_ID % {RENDEZVOUS_PORTS[1]}))",
+        'NNODES="$SLURM_NNODES"',
+        f"GPUS_PER_NODE={spec.gpus_per_node}",
+        "WORLD_SIZE=$((NNODES * GPUS_PER_NODE))",
+        "export MASTER_ADDR MASTER_PORT NNODES GPUS_PER_NODE WORLD_SIZE",
+    ]
+
+
+def _launch(spec: ScriptSpec) -> list[str]:
+    """How the command starts, then `program` is what the script waits for."""
+    if spec.launch != Launch.NODE:
+        return [
+            "# Once, here: the command starts its own tasks on the nodes (srun, mpirun).",
+            'bash -c "$JOB_COMMAND" &',
+        ]
+    if spec.nodes == 1:
+        return ['bash -c "$JOB_COMMAND" &']
+    own_results = []
+    if not _results_on_node(spec):  # one shared folder: each other node writes into its own
+        own_results = [
+            '    if [ "$NODE_RANK" != 0 ]; then',
+            '        RESULTS_DIR="$RESULTS_DEST/node-$NODE_RANK"',
+            '        mkdir -p "$RESULTS_DIR"',
+            "    fi",
+        ]
+    return [
+        *_comment(
+            "Once on every node (srun), with NODE_RANK its rank among them. --overlap: an srun "
+            "the command starts itself may share this step's CPUs and GPUs; without it, it would "
+            "wait for them until the time limit."
+        ),
+        "run_on_node() {",
+        '    export NODE_RANK="$SLURM_NODEID"',
+        *own_results,
+        '    exec bash -c "$1"',
+        "}",
+        "export -f run_on_node",
+        """srun --overlap bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &""",
+    ]
+
+
 def _run(spec: ScriptSpec) -> list[str]:
-    lines = ["", "# Run"]
+    lines = [*_rendezvous(spec), "", "# Run"]
     if spec.chain:
         lines += [
             "# Each job of the chain resumes from the newest checkpoint, if any (002).",
@@ -322,13 +444,23 @@ def _run(spec: ScriptSpec) -> list[str]:
             "| sort -n | tail -n 1 | cut -d' ' -f2-)",
             "export LAST_CHECKPOINT",
         ]
-    launcher = "srun " if spec.nodes > 1 else ""
+    late_usr1 = []
+    if spec.checkpointing:
+        grace = usr1_grace_seconds(spec.time)
+        late_usr1 = [
+            'if [ -n "$usr1_pending" ]; then',
+            f"    # USR1 came before the program started: pass it on in {grace} s, once the",
+            "    # program has set its handler (before that, USR1 would end it).",
+            f'    {{ sleep {grace}; kill -USR1 "$program" 2>/dev/null || true; }} &',
+            "fi",
+        ]
     # In the background and waited for, so that a trap can run while the program works; a trap
     # interrupts `wait`, and the second one then waits for the program to save and exit.
     return [
         *lines,
-        f'{launcher}bash -c "$JOB_COMMAND" &',
+        *_launch(spec),
         "program=$!",
+        *late_usr1,
         "status=0",
         'wait "$program" || status=$?',
         'if [ "$status" -gt 128 ] && kill -0 "$program" 2>/dev/null; then',

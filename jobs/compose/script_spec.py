@@ -8,7 +8,7 @@ and is shell-quoted by the renderer (jobs/compose/script.py).
 import re
 from dataclasses import dataclass, field
 
-from guidance.engine import DataKind, Placement, PythonBuilder
+from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
 
 # Where Slurm reads a value literally: names, accounts, partitions, GPU types, modules.
@@ -58,6 +58,7 @@ class ScriptSpec:
     account: str = ""
     partition: str = ""
     tasks_per_node: int = 1
+    launch: Launch = Launch.NODE  # who starts the command's processes on the nodes
     array: str = ""  # "1-3%1" for a chain, "1-20" for similar runs
     chain: bool = False
     checkpointing: bool = False
