@@ -77,7 +77,8 @@ class ClusterAdmin(SimpleHistoryAdmin):
 
     def save_related(self, request, form, formsets, change) -> None:
         super().save_related(request, form, formsets, change)
-        # A new cluster left without one gets its scheduler's default, which says what to add.
+        # A cluster left without one (a new one, or one from before job environments) gets its
+        # scheduler's default, which says what to add.
         if models.JobEnvironment.default_for(form.instance):
             self.message_user(
                 request,

@@ -43,8 +43,10 @@ class SiteTemplate(models.Model):
         """Its fields, on `cluster` (a slug) when it is written for it, else on its first."""
         values = dict(self.fields)
         slugs = [c.slug for c in self.clusters.all()]
-        if slugs and values.get("cluster") not in slugs:
-            values["cluster"] = cluster if cluster in slugs else slugs[0]
+        if cluster in slugs:
+            values["cluster"] = cluster
+        elif slugs and values.get("cluster") not in slugs:
+            values["cluster"] = slugs[0]
         return values
 
 

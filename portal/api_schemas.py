@@ -137,6 +137,12 @@ class ResourcesOut(Schema):
     time: str = Field(description="Time per job, D-HH:MM:SS.")
 
 
+class LaunchOut(Schema):
+    kind: engine.Launch = Field(description="How the command starts on the nodes.")
+    reason: str
+    told: bool = Field(description="You chose it; otherwise the command's words told.")
+
+
 class ChainOut(Schema):
     jobs: int
     array: str = Field(description="For sbatch --array: one job after another.")
@@ -156,6 +162,7 @@ class RecommendationOut(Schema):
     alternatives: list[AlternativeOut]
     resources: ResourcesOut
     chain: ChainOut | None = Field(description="Null: one job does all the work.")
+    launch: LaunchOut
     warnings: list[NoteOut]
     errors: list[NoteOut] = Field(description="Always empty here: errors are answered 422.")
     tips: list[NoteOut]
@@ -187,7 +194,7 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
         ]
         for kind in ("warnings", "errors", "tips")
     }
-    chain, tier = rec.chain, storage.tier
+    chain, tier, launch = rec.chain, storage.tier, rec.launch
     return {
         "cluster": rec.cluster.slug,
         "guidance_only": rec.guidance_only,
@@ -233,6 +240,7 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
             if chain
             else None
         ),
+        "launch": {"kind": launch.launch, "reason": launch.reason, "told": launch.told},
         **notes,
     }
 

@@ -146,3 +146,22 @@ def test_an_unknown_data_kind_is_422_on_its_field(client, seeded, headers):
     answer = _post(client, headers, data_kind="tape")
     assert answer.status_code == 422
     assert [e["field"] for e in answer.json()["detail"]] == ["data_kind"]
+
+
+def test_it_tells_how_the_command_starts_and_takes_the_users_word_for_it(client, seeded, headers):
+    two_nodes = {"nodes": 2, "multi_gpu": True, "gpu_count": 8, "hours": 12}
+    told = _post(client, headers, command="srun python train.py", **two_nodes).json()
+    assert told["recommendation"]["launch"]["kind"] == "gpu-tasks"
+    assert told["recommendation"]["launch"]["told"] is False
+    assert told["recommendation"]["resources"]["tasks_per_node"] == 4
+    assert "#SBATCH --ntasks-per-node=4" in told["script"]
+    chosen = _post(client, headers, command="bash run.sh", launch="node-tasks", **two_nodes).json()
+    assert chosen["recommendation"]["launch"] | {"reason": ""} == {
+        "kind": "node-tasks",
+        "reason": "",
+        "told": True,
+    }
+    assert "#SBATCH --ntasks-per-node=1" in chosen["script"]
+    wrong = _post(client, headers, launch="everywhere", **two_nodes)
+    assert wrong.status_code == 422
+    assert wrong.json()["detail"][0]["field"] == "launch"

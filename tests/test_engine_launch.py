@@ -28,6 +28,18 @@ EIGHT_GPUS_ON_TWO_NODES = {"nodes": 2, "multi_gpu": True, "gpu_count": 8}
         ("srun accelerate launch train.py", Launch.NODE_TASKS),
         ("srun python -m torch.distributed.run train.py", Launch.NODE_TASKS),
         ("module load cuda\nsrun python train.py", Launch.GPU_TASKS),
+        # Past the options of the words that run a command, and inside the shell's own words.
+        ("stdbuf -oL srun python train.py", Launch.GPU_TASKS),
+        ("timeout -s INT 3h srun python train.py", Launch.GPU_TASKS),
+        ("nice -n 10 srun python train.py", Launch.GPU_TASKS),
+        ("env -u DISPLAY srun python train.py", Launch.GPU_TASKS),
+        ("for seed in 1 2; do srun python train.py --seed $seed; done", Launch.GPU_TASKS),
+        ("if true; then srun python train.py; fi", Launch.GPU_TASKS),
+        ("{ srun python train.py; }", Launch.GPU_TASKS),
+        # One task per node, said by the srun itself or by what it starts.
+        ("srun --ntasks-per-node=1 bash run.sh", Launch.NODE_TASKS),
+        ('srun bash -c "torchrun --nnodes 2 train.py"', Launch.NODE_TASKS),
+        ("timeout 3h python train.py", Launch.NODE),
         # Words that only mention a launcher start nothing.
         ('echo "srun is not used here" && python train.py', Launch.NODE),
         ("python train.py --launcher srun", Launch.NODE),

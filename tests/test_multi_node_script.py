@@ -21,7 +21,10 @@ TWO_NODES = {
     "command": "python train.py",
     "results_dir": "$SCRATCH/results",
 }
-WRAPPED = """srun --overlap bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &"""
+WRAPPED = (
+    "srun --overlap --kill-on-bad-exit=1 --export=ALL "
+    """bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &"""
+)
 
 
 def _script(seeded, **changes) -> str:

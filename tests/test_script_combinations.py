@@ -14,6 +14,7 @@ from guidance.engine import Placement
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.site_templates import TEMPLATES
+from tests.test_multi_node_script import WRAPPED as RUN_ON_EVERY_NODE
 
 EXPECTED = Path(__file__).parent / "expected_scripts"
 STORAGE = {  # name: (cluster, dataset GB, file count)
@@ -109,7 +110,7 @@ def test_each_combination_renders_its_expected_script(seeded, storage, chain, no
         assert 'WORK_DIR="$SCRATCH/$SLURM_JOB_ID"' in text
         assert 'rm -rf "$WORK_DIR"' in text
     if nodes == "2nodes":  # once on every node, where each finds the others
-        assert """srun --overlap bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &""" in text
+        assert RUN_ON_EVERY_NODE in text
         assert "export MASTER_ADDR MASTER_PORT NNODES GPUS_PER_NODE WORLD_SIZE" in text
 
 

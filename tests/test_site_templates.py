@@ -9,6 +9,7 @@ from guidance.models import Cluster
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.models import SiteTemplate
+from tests.test_multi_node_script import WRAPPED as RUN_ON_EVERY_NODE
 
 # What the user adds to any template: the data and the time.
 THE_USERS_OWN = {
@@ -89,6 +90,6 @@ def test_the_two_node_template_starts_torchrun_on_every_node(seeded):
     assert "#SBATCH --nodes=2" in script
     assert "#SBATCH --gres=gpu:a100:4" in script
     assert "#SBATCH --ntasks-per-node=1" in script
-    assert """srun --overlap bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &""" in script
+    assert RUN_ON_EVERY_NODE in script
     assert '--node_rank="$NODE_RANK" --master_addr="$MASTER_ADDR"' in script
     assert "export MASTER_ADDR MASTER_PORT NNODES GPUS_PER_NODE WORLD_SIZE" in script

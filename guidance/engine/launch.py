@@ -13,9 +13,22 @@ from guidance.engine.types import JobSpec, Launch, LaunchPlan
 TASK_LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec", "deepspeed", "horovodrun"})
 # Launchers that start the processes of one node only: they need one copy on every node.
 NODE_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate")
-# Words that run the command after them, as `env X=1 python ...` or `time srun ...` do.
-PREFIXES = frozenset({"env", "exec", "time", "nohup", "command", "stdbuf", "nice"})
+# Words that run the command after them, as `env X=1 python ...` or `timeout 3h srun ...` do, with
+# those of their options that take a value, and how many plain words they take first.
+PREFIXES = {
+    "env": ({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}, 0),
+    "exec": ({"-a"}, 0),
+    "time": ({"-f", "--format", "-o", "--output"}, 0),
+    "nohup": (set(), 0),
+    "command": (set(), 0),
+    "stdbuf": ({"-i", "-o", "-e"}, 0),
+    "nice": ({"-n", "--adjustment"}, 0),
+    "timeout": ({"-s", "--signal", "-k", "--kill-after"}, 1),  # then the duration
+}
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")"})
+# Shell words after which a command starts, as after a separator.
+KEYWORDS = frozenset({"if", "then", "else", "elif", "while", "until", "do", "{", "!"})
+ONE_PER_NODE = frozenset({"--ntasks-per-node=1", "--tasks-per-node=1"})
 
 
 def plan_launch(spec: JobSpec, notes: Notes) -> LaunchPlan:
@@ -42,10 +55,19 @@ def launch_of(command: str) -> Launch:
     for start, word in _command_starts(words):
         if word in TASK_LAUNCHERS:
             rest = words[start + 1 : _end_of_command(words, start)]
-            if word == "srun" and any(_is_node_launcher(w, rest) for w in rest):
+            if word == "srun" and _one_per_node(rest):
                 return Launch.NODE_TASKS
             return Launch.GPU_TASKS
     return Launch.NODE
+
+
+def _one_per_node(srun_words: list[str]) -> bool:
+    """`srun torchrun ...`, `srun bash -c "accelerate launch ..."`, `srun --ntasks-per-node=1`."""
+    if ONE_PER_NODE & set(srun_words):
+        return True
+    # A quoted command (bash -c "...") is one word: look at its words too.
+    inner = [part for word in srun_words for part in word.split()]
+    return any(_is_node_launcher(word, inner) for word in inner)
 
 
 def ready_command(launch: Launch) -> str:
@@ -96,16 +118,24 @@ def _words(command: str) -> list[str]:
 
 
 def _command_starts(words: list[str]):
-    """(index, program name) of each simple command, past assignments and prefixes."""
-    expect = True
+    """(index, program name) of each simple command, past assignments, keywords and prefixes."""
+    expect, skip, values = True, 0, set()
     for i, word in enumerate(words):
-        if word in SEPARATORS:
-            expect = True
-        elif expect and not ("=" in word and not word.startswith("-")):
-            name = os.path.basename(word)
-            if name not in PREFIXES:
-                yield i, name
-                expect = False
+        if word in SEPARATORS or (expect and word in KEYWORDS):
+            expect, skip, values = True, 0, set()
+        elif not expect:
+            continue
+        elif word.startswith("-"):  # a prefix's option, and its value when it takes one
+            skip += word in values
+        elif skip:
+            skip -= 1
+        elif "=" in word:  # NAME=value before the command
+            continue
+        elif (name := os.path.basename(word)) in PREFIXES:
+            values, skip = PREFIXES[name]
+        else:
+            yield i, name
+            expect = False
 
 
 def _end_of_command(words: list[str], start: int) -> int:

@@ -228,8 +228,9 @@ def _finish(spec: ScriptSpec) -> list[str]:
         body.append(f"    {spec.copy_back.command} || true")
     if several:
         body += [
-            "    # Each other node saves its own, and cleans up, when its keeper stops (srun",
-            "    # passes SIGINT on to it).",
+            "    # Each other node saves its own"
+            + (", and cleans up," if cleanup else "")
+            + " when its keeper stops (srun passes SIGINT on).",
             '    if [ -n "$other_nodes" ]; then',
             '        kill -INT "$other_nodes" 2>/dev/null || true',
             '        wait "$other_nodes" 2>/dev/null || true',
@@ -237,7 +238,7 @@ def _finish(spec: ScriptSpec) -> list[str]:
         ]
         if cleanup:
             body += [f"    {line}" for line in _comment(cleanup.comment)]
-            body.append('    rm -rf "$WORK_DIR" || true')
+            body.append(f"    {cleanup.command} || true")
     elif cleanup:
         body += [f"    {line}" for line in _comment(cleanup.comment)]
         body.append(f"    {cleanup.command} || true")
@@ -280,9 +281,11 @@ def _folders(spec: ScriptSpec) -> list[str]:
 
 
 def _node_keepers(spec: ScriptSpec) -> list[str]:
-    # A job that is cancelled gets SIGTERM from Slurm and SIGINT from finish(): the second must
-    # not cut the saving short.
-    save = ["    trap '' INT TERM"]
+    save = [
+        "    # Cancelled, it gets SIGTERM from Slurm and SIGINT from finish(): the second must not",
+        "    # cut the saving short.",
+        "    trap '' INT TERM",
+    ]
     if _results_on_node(spec):
         save += [
             "    # This step leaves out the first node (the batch node): rank 1 is the second.",
@@ -292,19 +295,20 @@ def _node_keepers(spec: ScriptSpec) -> list[str]:
             '        rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST/node-$rank"/',
             "    fi",
         ]
+    does = []
+    if _results_on_node(spec):
+        does.append(
+            "copies what the command wrote there to $RESULTS_DEST/node-<rank>, so that no node "
+            "overwrites another's results"
+        )
     if spec.cleanup:
-        save.append('    rm -rf "$WORK_DIR"')
+        save.append(f"    {spec.cleanup.command}")
+        does.append("removes the job's folder there")
     return [
         *_comment(
             "A keeper on each other node, for as long as the job runs: when the job ends it "
-            + (
-                "copies what the command wrote there to $RESULTS_DEST/node-<rank>, so that no "
-                "node overwrites another's results, and "
-                if _results_on_node(spec)
-                else ""
-            )
-            + "removes the job's folder there. Cancelled or out of time, Slurm starts no new "
-            "step but does signal the steps that run."
+            f"{' and '.join(does)}. Cancelled or out of time, Slurm starts no new step but does "
+            "signal the steps that run. Its errors go to the job's error file."
         ),
         "save_node() {",
         *save,
@@ -316,10 +320,12 @@ def _node_keepers(spec: ScriptSpec) -> list[str]:
         "    while :; do sleep 3600 & wait $!; done",
         "}",
         "export -f save_node keep_node",
-        "export WORK_DIR",
-        "srun --overlap --disable-status --nodes=$((SLURM_NNODES - 1)) "
+        *(["export WORK_DIR"] if spec.cleanup else []),
+        # --export=ALL: the functions and folders reach the nodes even where a site's jobs
+        # export nothing by default (SLURM_EXPORT_ENV=NONE).
+        "srun --overlap --disable-status --quiet --export=ALL --nodes=$((SLURM_NNODES - 1)) "
         '--ntasks=$((SLURM_NNODES - 1)) --ntasks-per-node=1 --exclude="$SLURMD_NODENAME" '
-        "--cpus-per-task=1 --mem=0 bash -c keep_node </dev/null >/dev/null 2>&1 &",
+        "--cpus-per-task=1 --mem=0 bash -c keep_node </dev/null >/dev/null &",
         "other_nodes=$!",
     ]
 
@@ -391,7 +397,8 @@ def _rendezvous(spec: ScriptSpec) -> list[str]:
         *_comment(
             "Where the processes of a distributed program meet (the names torch.distributed "
             "reads): the first node, which runs this script, on a port of this job's own so that "
-            "jobs sharing a node do not collide; one process per GPU."
+            "jobs sharing a node do not collide. WORLD_SIZE counts one process per GPU, as "
+            "torchrun or srun start them."
         ),
         "MASTER_ADDR=$(hostname)",
         f"MASTER_PORT=$(({RENDEZVOUS_PORTS[0]} + SLURM_JOB_ID % {RENDEZVOUS_PORTS[1]}))",
@@ -399,6 +406,8 @@ def _rendezvous(spec: ScriptSpec) -> list[str]:
         f"GPUS_PER_NODE={spec.gpus_per_node}",
         "WORLD_SIZE=$((NNODES * GPUS_PER_NODE))",
         "export MASTER_ADDR MASTER_PORT NNODES GPUS_PER_NODE WORLD_SIZE",
+        # On several nodes the script gives each its own (run_on_node), or srun its tasks theirs.
+        *(["export NODE_RANK=0"] if spec.nodes == 1 else []),
     ]
 
 
@@ -423,7 +432,8 @@ def _launch(spec: ScriptSpec) -> list[str]:
         *_comment(
             "Once on every node (srun), with NODE_RANK its rank among them. --overlap: an srun "
             "the command starts itself may share this step's CPUs and GPUs; without it, it would "
-            "wait for them until the time limit."
+            "wait for them until the time limit. --kill-on-bad-exit: a node that fails stops the "
+            "others, which would wait for it in their rendezvous."
         ),
         "run_on_node() {",
         '    export NODE_RANK="$SLURM_NODEID"',
@@ -431,7 +441,8 @@ def _launch(spec: ScriptSpec) -> list[str]:
         '    exec bash -c "$1"',
         "}",
         "export -f run_on_node",
-        """srun --overlap bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &""",
+        "srun --overlap --kill-on-bad-exit=1 --export=ALL "
+        """bash -c 'run_on_node "$1"' run_on_node "$JOB_COMMAND" &""",
     ]
 
 

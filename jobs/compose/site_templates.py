@@ -54,7 +54,6 @@ def _across_nodes(modules: str, gpus_per_node: int) -> dict:
         "gpu_count": 2 * gpus_per_node,
         "nodes": 2,
         "multi_gpu": True,
-        "checkpointing": True,
         "command": TRAIN_ACROSS_NODES,
         "results_dir": "$HOME/results/train-ddp",
     }

@@ -10,8 +10,7 @@ def link_alliance_templates(apps, schema_editor) -> None:
     Cluster = apps.get_model("guidance", "Cluster")
     clusters = list(Cluster.objects.filter(slug__in=ALLIANCE))
     for template in SiteTemplate.objects.filter(slug__in=SEEDED_FOR_ALLIANCE):
-        if clusters and not template.clusters.exists():
-            template.clusters.set(clusters)
+        template.clusters.set(clusters)
 
 
 class Migration(migrations.Migration):
