@@ -88,12 +88,14 @@ class Case:
     # ok | fail (exit 3) | timeout | cancel: each after the results are written; usr1: Slurm's
     # warning comes while the job builds its environment, and the program saves and exits on it.
     ending: str = "ok"
-    launch: str = "portal"  # portal: the script starts the command; srun: the command's own srun
+    # portal: the script starts the command; srun: the command's own srun; hidden: an srun in a
+    # script the command runs, which the composer cannot see (started on every node).
+    launch: str = "portal"
 
     @property
     def name(self) -> str:
         parts = [self.site, self.shape, self.placement, f"{self.nodes}n", self.environment]
-        parts += ["srun"] if self.launch == "srun" else []
+        parts += [self.launch] if self.launch != "portal" else []
         parts += ["chain"] if self.chain else []
         parts += [self.ending] if self.ending != "ok" else []
         return "-".join(parts).replace(".", "")
@@ -135,7 +137,7 @@ CASES = [
     Case("processing", "large-folder", nodes=2, ending="cancel"),
     # Two nodes as multi-node users write them: their own srun, and data read in place (every
     # 2-node case also meets across the nodes, and writes the same names on each).
-    *(Case(site, nodes=2, launch="srun") for site in PROFILES),
+    *(Case(site, nodes=2, launch=launch) for site in PROFILES for launch in ("srun", "hidden")),
     *(Case(site, "large-folder", "shared", nodes=2) for site in PROFILES),
     *(Case(site, environment="requirements", ending="usr1") for site in ("narval", "processing")),
 ]
@@ -217,7 +219,7 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         "nodes": str(case.nodes),
         "similar_runs": "1",
         "environment": "none",
-        "command": f'{ENDINGS[case.ending][1]}{_launcher(case)}python3 "$HOME"/{run}/probe.py',
+        "command": _command(case, run),
         "results_dir": f"{site.results_root}/{run}/results/{case.name}",
     }
     if case.site == "local":
@@ -237,6 +239,12 @@ def _form(case: Case, run: str, wheel: str) -> dict:
 
 def _launcher(case: Case) -> str:
     return "srun " if case.launch == "srun" else ""
+
+
+def _command(case: Case, run: str) -> str:
+    if case.launch == "hidden":
+        return f'bash "$HOME"/{run}/hidden-srun.sh'
+    return f'{ENDINGS[case.ending][1]}{_launcher(case)}python3 "$HOME"/{run}/probe.py'
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +308,10 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
     # (pip --no-index), and by its path where pip may use an index.
     (HOME / run / "requirements.txt").write_text("portal_probe\n")
     (HOME / run / "requirements-path.txt").write_text(f"{HOME / run / wheel.name}\n")
+    # A user's script with an srun of its own inside: it must run, not wait for the time limit.
+    (HOME / run / "hidden-srun.sh").write_text(
+        f'set -e\nsrun --nodes=1 --ntasks=1 true\nexec python3 "$HOME"/{run}/probe.py\n'
+    )
     for root in roots:
         _as_user(root)
     venv = subprocess.run(
