@@ -246,8 +246,10 @@ class Job(models.Model):
     elapsed = models.CharField(max_length=32, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     submitted = models.DateTimeField(null=True, blank=True)
-    # Set before sbatch runs: a later attempt must then look for the job before submitting.
+    # Set before each attempt: a later attempt must then look for the job before submitting. With
+    # submit_task, the task that holds the submission until SUBMIT_LEASE_SECONDS after that.
     submit_started = models.DateTimeField(null=True, blank=True)
+    submit_task = models.CharField(max_length=64, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     ended = models.DateTimeField(null=True, blank=True)
     polled = models.DateTimeField(null=True, blank=True, help_text="Last good poll.")
@@ -307,6 +309,7 @@ class Job(models.Model):
 
     def submission_failed(self, message: str) -> None:
         self.message = message
+        self.submit_task = ""  # held by nobody: "Submit again" queues a task that may take it
         self.record(JobState.SUBMIT_FAILED, message)
         self.save()
 

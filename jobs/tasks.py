@@ -4,6 +4,7 @@ a submission gets its GPU monitoring here, a poll reads the jobs' states and the
 samples."""
 
 import logging
+import uuid
 from datetime import timedelta
 
 from celery import shared_task
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 RETRY_DELAYS = (2, 4, 8, 16)
 # What a submission reads: a few columns, not every row's whole text (bench/submit.py).
 SUBMIT_FIELDS = (
-    "name", "tag", "script", "state", "slurm_id", "message", "submit_started",
+    "name", "tag", "script", "state", "slurm_id", "message", "submit_started", "submit_task",
     "account__username", "account__private_key_encrypted",
     "account__cluster__login_host", "account__cluster__login_port",
     "account__cluster__host_key",
@@ -46,9 +47,8 @@ def submit_job(self, job_id: int) -> None:
     if job.state != JobState.SUBMITTING or job.slurm_id:
         return  # already done: a second delivery of the same task changes nothing
     look_first = job.submit_started is not None
-    if not look_first:
-        job.submit_started = timezone.now()
-        Job.objects.filter(pk=job.pk).update(submit_started=job.submit_started)
+    if not _claim(job, self.request.id):
+        return  # another task holds it (the sweep's, or one queued twice): one sbatch at a time
     try:
         slurm_id = remote.submit(job, submitted_script(job), look_first)
     except remote.SlurmRefused as refused:
@@ -60,6 +60,42 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)
+
+
+def _claim(job: Job, task_id: str) -> bool:
+    """Takes the job for this task: its own retries and redeliveries keep it; another task gets it
+    when no task holds it (a new job, or one that failed), or once the holder has been silent for
+    SUBMIT_LEASE_SECONDS."""
+    now = timezone.now()
+    silent = now - timedelta(seconds=settings.SUBMIT_LEASE_SECONDS)
+    free = Q(submit_task__in=["", task_id]) | Q(submit_started__lt=silent)
+    taken = Job.objects.filter(free, pk=job.pk, state=JobState.SUBMITTING, slurm_id="").update(
+        submit_task=task_id, submit_started=now
+    )
+    return taken == 1
+
+
+@shared_task(name="jobs.tasks.sweep_submissions")
+def sweep_submissions() -> None:
+    """Jobs left in "Submitting" by a lost task (a worker killed as it took it, a broker that
+    dropped it) go to a worker again, under a new task that holds them at once. It adopts the
+    Slurm job an earlier attempt made, found by its tag, or submits once."""
+    silent = timezone.now() - timedelta(seconds=settings.SUBMIT_LEASE_SECONDS)
+    lost = Job.objects.filter(state=JobState.SUBMITTING, slurm_id="").filter(
+        Q(submit_started__lt=silent) | Q(submit_started__isnull=True, created__lt=silent)
+    )
+    for job in lost.only("pk", "state", "submit_started"):
+        task_id = str(uuid.uuid4())
+        taken = Job.objects.filter(pk=job.pk, submit_started=job.submit_started).update(
+            submit_task=task_id, submit_started=timezone.now()
+        )
+        if taken:  # not taken meanwhile by a task that came back to life
+            job.events.create(
+                state=job.state, detail="Its submission was lost on the way: trying again."
+            )
+            transaction.on_commit(
+                lambda pk=job.pk, t=task_id: submit_job.apply_async([pk], task_id=t)
+            )
 
 
 def submitted_script(job: Job) -> str:

@@ -169,8 +169,13 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celery-beat-schedule")
 # How often the worker asks each cluster login with active jobs what became of them: one squeue
 # and one sacct per login, whatever the number of jobs or of people watching.
 POLL_SECONDS = env_int("POLL_SECONDS", 10, minimum=1)
+# A submission's task holds its job this long after its last attempt began; one silent for longer
+# was lost (a worker killed as it took it: the default broker has already deleted the message),
+# and the sweep hands the job to a worker again. Longer than an attempt and its retries take.
+SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
+    "sweep-submissions": {"task": "jobs.tasks.sweep_submissions", "schedule": 60},
 }
 
 # GPU monitoring. The sampler in each GPU job writes a line per GPU every SAMPLE_SECONDS; the
