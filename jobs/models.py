@@ -170,7 +170,7 @@ _ACTIVE_STATES = frozenset(JobState) - _FINAL_STATES - {JobState.SUBMITTING}
 # What each state means, in words for the job's owner; the job page shows it under the state.
 STATE_EXPLANATIONS = {
     JobState.SUBMITTING: "The portal is handing the script to Slurm.",
-    JobState.SUBMIT_FAILED: "Slurm did not take the script, so nothing ran: its message is below.",
+    JobState.SUBMIT_FAILED: "The script was not submitted, so nothing ran: why is below.",
     JobState.PENDING: "Waiting in the queue for its turn or for free resources; the reason in "
     "brackets says which.",
     JobState.CONFIGURING: "Slurm has given the job its nodes and is getting them ready (some "
@@ -336,6 +336,10 @@ class JobTask(models.Model):
 
     def __str__(self) -> str:
         return self.slurm_id
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in JobState.final()
 
 
 class JobEvent(models.Model):

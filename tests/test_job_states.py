@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from django.utils.html import escape
 
 from guidance.models import Cluster
@@ -235,3 +236,24 @@ def test_a_chain_with_a_suspended_part_is_suspended_then_shows_its_failure(accou
     assert chain.state == JobState.BOOT_FAIL and chain.is_final
     tasks.poll_clusters()
     assert cluster.asked == [["35"], ["35"]]
+
+
+def test_a_job_that_has_not_ended_shows_no_exit_code_and_no_run_time(account, user_client):
+    # What sacct reports for a job still waiting: exit code 0:0 and an elapsed time of 0:00:00.
+    job = _job(account, "4242")
+    Job.objects.filter(pk=job.pk).update(exit_code=0, elapsed="0:00:00")
+    page = _status(user_client, job)
+    assert "exit code" not in page and "ran 0:00:00" not in page
+    listed = user_client.get("/jobs/").content.decode()
+    assert "<td>0</td>" not in listed
+    Job.objects.filter(pk=job.pk).update(state=JobState.COMPLETED, started=timezone.now())
+    page = _status(user_client, job)
+    assert "exit code 0" in page and "ran 0:00:00" in page
+
+
+def test_a_submission_that_never_reached_slurm_does_not_blame_slurm(account, user_client):
+    job = _job(account, "")
+    job.submission_failed("The portal could not reach the cluster at 127.0.0.1:2222.")
+    page = _status(user_client, job)
+    assert "Slurm did not take the script" not in page
+    assert "The script was not submitted, so nothing ran" in page
