@@ -133,6 +133,14 @@ WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS = DEBUG
 if not DEBUG:
     # Off only for trying a production-mode build over plain HTTP, where secure cookies never stick.
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+    # What `check --deploy` asks for, set where the deployment is known: off by default, because
+    # behind a TLS proxy that does not say X-Forwarded-Proto a redirect to HTTPS never ends.
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+    if env_bool("TRUST_X_FORWARDED_PROTO", False):  # only behind a proxy that sets it itself
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 
 # Celery reads every CELERY_* setting here (portal/celery.py).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
