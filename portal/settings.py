@@ -1,5 +1,6 @@
 """Django settings for the portal. Every value comes from the environment: see .env.example."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -42,6 +43,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "simple_history",
+    "axes",
     "portal",
     "guidance",
     "jobs",
@@ -60,7 +62,21 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its answer (429).
+    "axes.middleware.AxesMiddleware",
 ]
+# django-axes counts failed logins per username and address and refuses more (the login page and
+# the admin alike) for LOGIN_COOLOFF_MINUTES after LOGIN_FAILURE_LIMIT of them.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+# By both: one address cannot lock a user out everywhere by guessing at their name.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 ROOT_URLCONF = "portal.urls"
 WSGI_APPLICATION = "portal.wsgi.application"
@@ -205,7 +221,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # Django's default config gives the "django" logger a console handler of its own in DEBUG;
     # without this override every Django message would be printed twice.
-    "loggers": {"django": {"handlers": [], "level": LOG_LEVEL, "propagate": True}},
+    "loggers": {
+        "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+        # Its start-up line comes with every manage.py command; lockouts are warnings.
+        "axes": {"handlers": [], "level": "WARNING", "propagate": True},
+    },
 }
 
 

@@ -20,7 +20,10 @@ pytestmark = pytest.mark.service  # the portal's own processes: manage.py, serve
 AUTHENTICATE = (
     "import sys, django; django.setup(); "
     "from django.contrib.auth import authenticate; from django.contrib.auth.models import User; "
-    "print(authenticate(username='admin', password=sys.argv[1]) is not None, "
+    "from django.test import RequestFactory; "
+    # As the login page asks: with the request, which login throttling (django-axes) needs.
+    "print(authenticate(RequestFactory().post('/accounts/login/'), username='admin', "
+    "password=sys.argv[1]) is not None, "
     "User.objects.filter(is_superuser=True).count())"
 )
 STRONG_PASSWORD = "violet-otter-harbour-42"
