@@ -12,10 +12,12 @@ answer is in portal/api_schemas.py.
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, Throttled, ValidationError
 from ninja.security import HttpBearer
+from ninja.throttling import SimpleRateThrottle
 
 from guidance import engine, models
 from guidance.engine.types import Recommendation
@@ -51,6 +53,22 @@ class BearerToken(HttpBearer):
         return api_token
 
 
+class PerToken(SimpleRateThrottle):
+    """API_RATE_LIMIT requests per token (e.g. 120/min), as the settings say when the request
+    comes. Kept in Django's cache: per process unless CACHE_URL names a shared one (Redis).
+    Requests without a valid token are answered 401 before this is asked."""
+
+    def __init__(self) -> None:
+        super().__init__(settings.API_RATE_LIMIT)
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        self.num_requests, self.duration = self.parse_rate(settings.API_RATE_LIMIT)
+        return super().allow_request(request)
+
+    def get_cache_key(self, request: HttpRequest) -> str:
+        return self.cache_format % {"scope": "api-token", "ident": request.auth.pk}
+
+
 api = NinjaAPI(
     title="GPU portal API",
     version="1",
@@ -60,6 +78,8 @@ api = NinjaAPI(
     ),
     urls_namespace="api",
     auth=BearerToken(),
+    # Ninja answers 429 with Retry-After (whole seconds) once a token is over its rate.
+    throttle=PerToken(),
     # Swagger UI would load from a CDN (or needs "ninja" in INSTALLED_APPS to be served here);
     # the portal and its users may have no internet access. The schema is what clients need.
     docs_url=None,
@@ -105,6 +125,13 @@ def _schema_errors(request: HttpRequest, exc: ValidationError) -> HttpResponse:
 @api.exception_handler(InvalidInput)
 def _invalid_input(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
     return _unprocessable(request, exc.errors)
+
+
+@api.exception_handler(Throttled)
+def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    rate = settings.API_RATE_LIMIT
+    said = f"This token is over its rate of {rate} requests: wait as Retry-After says."
+    return api.create_response(request, {"detail": said}, status=429)
 
 
 @api.exception_handler(AuthenticationError)

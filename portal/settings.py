@@ -1,5 +1,6 @@
 """Django settings for the portal. Every value comes from the environment: see .env.example."""
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -65,6 +66,20 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a locked-out login into its answer (429).
     "axes.middleware.AxesMiddleware",
 ]
+# Requests per API token (portal/api.py), as count/period: s, min, hour or day.
+API_RATE_LIMIT = env_str("API_RATE_LIMIT", "120/min")
+if not re.fullmatch(r"[1-9]\d*/(s|sec|min|hour|day)", API_RATE_LIMIT):
+    raise ImproperlyConfigured(
+        f"API_RATE_LIMIT is a count per s, min, hour or day, e.g. 120/min; got {API_RATE_LIMIT}"
+    )
+# Django's cache (the API's rate counts): this process's memory, or one all processes share.
+if _cache_url := env_str("CACHE_URL", None):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _cache_url,
+        }
+    }
 # django-axes counts failed logins per username and address and refuses more (the login page and
 # the admin alike) for LOGIN_COOLOFF_MINUTES after LOGIN_FAILURE_LIMIT of them.
 AUTHENTICATION_BACKENDS = [

@@ -67,3 +67,11 @@ def staff_client(client, staff):
 def fast_password_hashing(settings):
     # Real hashing costs ~0.5 s per user on this machine; the hasher is not what tests check.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    # The API's rate counts live in the cache (this process's memory): each test starts at zero.
+    from django.core.cache import cache
+
+    cache.clear()
