@@ -3,7 +3,8 @@
 Every endpoint wants `Authorization: Bearer <token>` (tokens from /settings/tokens/ or
 `manage.py create_api_token`) and reads no session cookie, so none needs a CSRF token. The schema
 is at /api/v1/openapi.json. Bad input is always answered 422 in one shape,
-`{"detail": [{"field", "code", "message"}]}`, whether the schema or the engine found it.
+`{"detail": [{"field", "code", "message"}]}`, whether the schema or the engine found it; a body
+that is not JSON at all is 400, and a token over API_RATE_LIMIT 429 with Retry-After.
 
 A new endpoint that plans a job takes `JobIn` and calls `plan_job()`, which raises `InvalidInput`
 (answered 422) rather than return a plan for a job that cannot run. What the endpoints take and
@@ -178,7 +179,7 @@ def plan_job(job: JobIn) -> Recommendation:
 
 @api.post(
     "/recommendation",
-    response={200: RecommendationOut, 401: Message, 422: Errors},
+    response={200: RecommendationOut, 400: Message, 401: Message, 422: Errors, 429: Message},
     url_name="recommendation",
     operation_id="recommendation",
     summary="Advice for a job: storage, partition, GPUs, Slurm resources, checkpoint chain",
@@ -189,7 +190,7 @@ def recommendation(request: HttpRequest, job: JobIn) -> dict[str, Any]:
 
 @api.get(
     "/clusters",
-    response={200: list[ClusterOut], 401: Message},
+    response={200: list[ClusterOut], 401: Message, 429: Message},
     url_name="clusters",
     operation_id="clusters",
     summary="The clusters and their GPU types",
@@ -200,7 +201,7 @@ def clusters(request: HttpRequest) -> Any:
 
 @api.post(
     "/script",
-    response={200: ScriptOut, 401: Message, 422: Errors},
+    response={200: ScriptOut, 400: Message, 401: Message, 422: Errors, 429: Message},
     url_name="script",
     operation_id="script",
     summary="The sbatch script for a job, with the advice it follows",
