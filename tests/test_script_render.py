@@ -175,3 +175,12 @@ def test_an_empty_command_is_refused():
     with pytest.raises(ScriptError) as error:
         render(replace(BENIGN, command="  \n "))
     assert error.value.field == "command"
+
+
+@pytest.mark.parametrize("value", ["=", "==x", "=/data"])
+def test_a_value_that_starts_with_an_equals_sign_is_quoted(value):
+    # Found by tests/test_compose_properties.py: JOB_COMMAND== is bash, but shellcheck's SC1097.
+    text = render(replace(BENIGN, command=value, data_source=value))
+    assert f"JOB_COMMAND='{value}'" in text
+    assert f"DATA_SOURCE='{value}'" in text
+    assert _values_in_bash(text)["JOB_COMMAND"] == value

@@ -13,6 +13,13 @@ MODULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 PATH_START = re.compile(r"(~|\$HOME|\$\{HOME\}|\$SCRATCH|\$PROJECT|\$USER|\$SLURM_TMPDIR)(?=/|$)")
 
 
+def quote(value: str) -> str:
+    """`value` as one literal shell word, as shlex quotes it; also quoted when it starts with "=",
+    which shellcheck takes for a mistaken comparison after NAME= (NAME==x)."""
+    quoted = shlex.quote(value)
+    return f"'{value}'" if quoted.startswith("=") else quoted
+
+
 def split_path(value: str) -> tuple[str, str]:
     """(the variable a path starts with, "HOME" for ~, or ""; the rest, literally)."""
     start = PATH_START.match(value)
@@ -26,7 +33,7 @@ def shell_path(value: str) -> str:
     """`value` as one shell word: `$SCRATCH/my data` -> `"$SCRATCH"'/my data'`."""
     variable, rest = split_path(value)
     if not variable:
-        return shlex.quote(value)
+        return quote(value)
     return f'"${variable}"' + (shlex.quote(rest) if rest else "")
 
 

@@ -6,12 +6,11 @@ top of the script. The command itself runs through `bash -c "$JOB_COMMAND"`, so 
 writes can add a directive, end a quote or change the script around it.
 """
 
-import shlex
 import textwrap
 
 from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.data import file_name
-from guidance.engine.shell import shell_path, variable_of
+from guidance.engine.shell import quote, shell_path, variable_of
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE
 from jobs.compose.script_spec import ScriptSpec
@@ -27,7 +26,7 @@ ALWAYS_SET = frozenset({"HOME", "USER"})
 
 
 def _q(value: str) -> str:
-    return shlex.quote(value)
+    return quote(value)
 
 
 def _comment(text: str) -> list[str]:
