@@ -153,7 +153,9 @@ def test_a_job_that_may_still_run_shows_its_state_and_is_polled_on(
     page = _status(user_client, job)
     assert f"<strong>{portal_state.label}</strong>" in page
     assert escape(portal_state.explanation) in page
-    assert 'hx-trigger="every 3s"' in page and "Cancel the job" in page
+    assert 'hx-trigger="every 3s"' in page
+    # A job that is ending can no longer be cancelled: nothing is left to stop.
+    assert ("Cancel the job" in page) == (state != JobState.COMPLETING)
     assert cluster.asked == [[slurm_id], [slurm_id]]
 
 
@@ -257,3 +259,29 @@ def test_a_submission_that_never_reached_slurm_does_not_blame_slurm(account, use
     page = _status(user_client, job)
     assert "Slurm did not take the script" not in page
     assert "The script was not submitted, so nothing ran" in page
+
+
+# As sacct answered just after slurmdbd came back (the fault, measured on the dev
+# cluster): a job that exited 3 while it was down, listed as failed with exit code 0 and no end.
+SACCT_BEFORE_ITS_RECORD = (
+    "301|301|FAILED|0:0|00:00:43|2026-11-22T04:10:00|Unknown|a100-1|"
+    "billing=1,cpu=1,mem=500M,node=1|None|00:00:00||500M|00:10:00|gpu-a100|\n"
+)
+SACCT_WITH_ITS_RECORD = (
+    "301|301|FAILED|3:0|00:00:04|2026-11-22T04:10:00|2026-11-22T04:10:04|a100-1|"
+    "billing=1,cpu=1,mem=500M,node=1|None|00:00:00||500M|00:10:00|gpu-a100|\n"
+)
+
+
+def test_a_final_state_without_its_end_waits_for_sacct_s_last_word(account, cluster, user_client):
+    job = _job(account, "301")
+    cluster.snapshot = Snapshot([], parse_sacct(SACCT_BEFORE_ITS_RECORD))
+    tasks.poll_clusters()
+    job.refresh_from_db()
+    assert (job.state, job.exit_code, job.ended) == (JobState.COMPLETING, None, None)
+    assert "exit code" not in _status(user_client, job)
+    cluster.snapshot = Snapshot([], parse_sacct(SACCT_WITH_ITS_RECORD))
+    tasks.poll_clusters()  # still active, so polled again
+    job.refresh_from_db()
+    assert (job.state, job.exit_code, job.elapsed) == (JobState.FAILED, 3, "0:00:04")
+    assert job.ended is not None

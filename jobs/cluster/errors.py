@@ -22,6 +22,7 @@ class ErrorKind(StrEnum):
     PROTOCOL = "protocol"
     REMOTE_FILE = "remote_file"
     CONFIG = "config"
+    SLURM_DOWN = "slurm_down"
 
 
 class ClusterError(Exception):
@@ -160,4 +161,15 @@ def remote_file_error(what: str, path: str, exc: OSError) -> ClusterError:
         f"The cluster could not {what} {path}: {reason}.",
         retryable=False,
         detail=describe(exc),
+    )
+
+
+def slurm_not_answering(program: str, said: str) -> ClusterError:
+    """squeue failed: the controller is down or overloaded. Nothing it said can be trusted."""
+    said = " ".join(said.split()) or f"{program} exited with an error and said nothing"
+    return ClusterError(
+        ErrorKind.SLURM_DOWN,
+        f"Slurm did not answer {program}: {said}. The jobs show what the last good poll saw.",
+        retryable=True,
+        detail=said,
     )

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from guidance.engine.data_path import MANY_FILES, PathCheck
 from guidance.engine.shell import split_path
 from jobs.cluster import keys
-from jobs.cluster.errors import ClusterError, ErrorKind
+from jobs.cluster.errors import ClusterError, ErrorKind, slurm_not_answering
 from jobs.cluster.gateway import fetch_host_key, gateway
 from jobs.cluster.login import CommandResult, HostKey, Login
 from jobs.models import ClusterAccount, Job
@@ -163,6 +163,8 @@ def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snap
     """
     login = login_for(account)
     queue = gateway.run(login, squeue_argv(login.username))
+    if queue.exit_status != 0:  # the controller is down: an empty list would say "all ended"
+        raise slurm_not_answering("squeue", queue.stderr)
     # An hour's margin for clocks that disagree; the window is read in UTC (values.IN_UTC).
     window = (since - timedelta(hours=1)).astimezone(UTC).replace(tzinfo=None)
     accounting = gateway.run(login, sacct_argv(login.username, window, slurm_ids))

@@ -129,6 +129,10 @@ def _update(job: Job, rows: list) -> None:
 def _combined_state(queue: QueuedJob | None, acct: AccountedJob | None) -> JobState:
     # sacct has the last word on how a job ended. Until then squeue's word is the controller's
     # own and says more: sacct reads a STOPPED job as RUNNING, a SPECIAL_EXIT one as PENDING.
+    if acct is not None and acct.state.is_final and acct.end is None:
+        # Just after slurmdbd comes back it lists jobs that ended while it was down as failed,
+        # with exit code 0 and no end time, before it has their record: not its last word yet.
+        return JobState.COMPLETING
     if acct is not None and (queue is None or acct.state.is_final):
         return _state(acct)
     # squeue lists a job that just ended, without its exit code: wait for sacct's word.
@@ -151,7 +155,7 @@ def _take(job: Job, seen: dict) -> None:
         reason = (queue or acct).state_text  # Slurm's word: what the user can tell the admins
     _move(job, seen["state"], reason)
     if acct:
-        if acct.exit_code:
+        if acct.exit_code and seen["state"] in JobState.final():  # 0 until the job has ended
             job.exit_code, job.signal = acct.exit_code.code, acct.exit_code.signal
         job.elapsed = str(acct.elapsed) if acct.elapsed is not None else ""
         job.started = _aware(acct.start) or job.started
