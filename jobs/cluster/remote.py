@@ -49,6 +49,7 @@ class Snapshot:
 
     queue: list
     accounting: list
+    accounting_down: bool = False  # sacct failed (slurmdbd down): how jobs ended is not known
 
 
 def host_key(host: str, port: int) -> HostKey:
@@ -168,7 +169,11 @@ def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snap
     # An hour's margin for clocks that disagree; the window is read in UTC (values.IN_UTC).
     window = (since - timedelta(hours=1)).astimezone(UTC).replace(tzinfo=None)
     accounting = gateway.run(login, sacct_argv(login.username, window, slurm_ids))
-    return Snapshot(parse_squeue(queue.stdout), parse_sacct(accounting.stdout))
+    return Snapshot(
+        parse_squeue(queue.stdout),
+        parse_sacct(accounting.stdout),
+        accounting_down=accounting.exit_status != 0,
+    )
 
 
 def output_tail(job: Job, stream: str) -> bytes:

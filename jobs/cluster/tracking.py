@@ -46,6 +46,9 @@ _MOST_TELLING_FIRST = [
 # before every final one, and SlurmState alone says which those are.
 ARRAY_PRECEDENCE = sorted(_MOST_TELLING_FIRST, key=lambda state: SlurmState(state).is_final)
 
+# Why an ended job waits for its exit code: sacct, which has it, does not answer.
+ACCOUNTING_DOWN = "Slurm's accounting does not answer: how it ended shows once it does"
+
 # The state words this process has logged as unknown: once each, not at every poll.
 _logged_unknown: set[str] = set()
 
@@ -77,6 +80,8 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
         before = _tracked(job)
         if rows:
             _update(job, rows)
+        if snapshot.accounting_down and job.state == JobState.COMPLETING:
+            job.reason = ACCOUNTING_DOWN
         if _tracked(job) != before:
             changed.append(job)
     # Most polls change few jobs: save those, and stamp all of them in one statement.
