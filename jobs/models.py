@@ -102,6 +102,9 @@ class ClusterAccount(models.Model):
     private_key_encrypted = models.TextField()
     tested_at = models.DateTimeField(null=True, blank=True)
     test_result = models.TextField(blank=True)
+    # A worker polling this login holds it until then: a second worker (a poll that outlasted
+    # beat's interval, or several workers) skips it rather than ask the cluster twice at once.
+    polled_until = models.DateTimeField(null=True, blank=True)
 
     objects = ClusterAccountQuerySet.as_manager()
 

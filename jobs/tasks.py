@@ -23,6 +23,9 @@ from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
 
+# How long one poll may hold its login: longer than a poll takes with the controller down (18 s
+# measured: squeue waits for it) plus the GPU samples' reads.
+POLL_HOLD_SECONDS = 120
 # Seconds before each retry of a submission the cluster could not take: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
 # What a submission reads: a few columns, not every row's whole text (bench/submit.py).
@@ -109,25 +112,43 @@ def poll_clusters() -> None:
     """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
     the new lines of their GPU sample files, over SFTP."""
     for account in _logins_to_poll(timezone.now()):
-        jobs = list(account.jobs.filter(state__in=JobState.active()))
-        if jobs:
-            try:
-                since = min(job.submitted or job.created for job in jobs)
-                snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
-            except ClusterError:
-                Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
-                continue
-            tracking.apply(snapshot, jobs)
-        _say_why_scripts_stopped(account)
-        # GPU samples are read with the states they belong to; failing to read them marks no
-        # job stale (the states are fresh) and costs nothing but a retry next poll.
+        if not _hold_for_polling(account):
+            continue  # another worker polls it right now
         try:
-            sample_files.collect(account, jobs)
-        except ClusterError as error:
-            logger.warning("GPU samples of %s not read: %s", account, error.message)
-        except Exception:
-            # One login's bad data must not stop the others' polls.
-            logger.exception("GPU samples of %s not stored", account)
+            _poll(account)
+        finally:
+            ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+
+
+def _hold_for_polling(account: ClusterAccount) -> bool:
+    """Takes the login for this poll, for POLL_HOLD_SECONDS at most: a worker that dies while
+    polling holds it no longer than that."""
+    now = timezone.now()
+    free = Q(polled_until__isnull=True) | Q(polled_until__lt=now)
+    until = now + timedelta(seconds=POLL_HOLD_SECONDS)
+    return ClusterAccount.objects.filter(free, pk=account.pk).update(polled_until=until) == 1
+
+
+def _poll(account: ClusterAccount) -> None:
+    jobs = list(account.jobs.filter(state__in=JobState.active()))
+    if jobs:
+        try:
+            since = min(job.submitted or job.created for job in jobs)
+            snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
+        except ClusterError:
+            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
+            return
+        tracking.apply(snapshot, jobs)
+    _say_why_scripts_stopped(account)
+    # GPU samples are read with the states they belong to; failing to read them marks no job
+    # stale (the states are fresh) and costs nothing but a retry next poll.
+    try:
+        sample_files.collect(account, jobs)
+    except ClusterError as error:
+        logger.warning("GPU samples of %s not read: %s", account, error.message)
+    except Exception:
+        # One login's bad data must not stop the others' polls.
+        logger.exception("GPU samples of %s not stored", account)
 
 
 def _unexplained_stops(since) -> dict:

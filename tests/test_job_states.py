@@ -4,6 +4,7 @@ has ended is no longer polled. The Slurm output is tests/slurm_output/: captured
 cluster can produce a state, hand-written (*_handwritten.txt) where it cannot."""
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,19 @@ def test_a_final_state_without_its_end_waits_for_sacct_s_last_word(account, clus
     job.refresh_from_db()
     assert (job.state, job.exit_code, job.elapsed) == (JobState.FAILED, 3, "0:00:04")
     assert job.ended is not None
+
+
+def test_a_login_another_worker_is_polling_is_skipped_until_its_hold_ends(account, cluster):
+    # A poll that outlasts beat's interval (the controller down: 18 s a poll), or two workers:
+    # the second poll must not ask the cluster about the same login at the same time.
+    _job(account, "36")
+    held = timezone.now() + timedelta(seconds=60)
+    ClusterAccount.objects.filter(pk=account.pk).update(polled_until=held)
+    tasks.poll_clusters()
+    assert cluster.asked == []
+    # A worker that died while polling holds it no longer than its hold.
+    ClusterAccount.objects.filter(pk=account.pk).update(polled_until=timezone.now())
+    tasks.poll_clusters()
+    assert cluster.asked == [["36"]]
+    account.refresh_from_db()
+    assert account.polled_until is None  # given back once the poll is done
