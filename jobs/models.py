@@ -305,13 +305,14 @@ class Job(models.Model):
     def submitted_as(self, slurm_id: str) -> None:
         self.slurm_id = slurm_id
         self.submitted = timezone.now()
-        self.message = ""
+        self.message = self.reason = ""
         with transaction.atomic():  # the event and the id together, in one commit
             self.record(JobState.PENDING, f"Submitted as Slurm job {slurm_id}.")
-            self.save(update_fields=["slurm_id", "submitted", "message", "state"])
+            self.save(update_fields=["slurm_id", "submitted", "message", "reason", "state"])
 
     def submission_failed(self, message: str) -> None:
         self.message = message
+        self.reason = ""
         self.submit_task = ""  # held by nobody: "Submit again" queues a task that may take it
         self.record(JobState.SUBMIT_FAILED, message)
         self.save()

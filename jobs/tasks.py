@@ -58,8 +58,12 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(explain_refusal(refused.message))
     except ClusterError as error:
         if error.retryable and self.request.retries < self.max_retries:
+            delay = RETRY_DELAYS[self.request.retries]
             job.events.create(state=job.state, detail=f"{error.message} Trying again.")
-            raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
+            # Shown beside "Submitting": the portal waits for the cluster, not for Slurm.
+            waiting = f"waiting for the cluster, which did not answer: trying again in {delay} s"
+            Job.objects.filter(pk=job.pk).update(reason=waiting)
+            raise self.retry(countdown=delay) from None
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)

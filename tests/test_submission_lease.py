@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from guidance.models import Cluster
 from jobs import tasks
+from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.models import ClusterAccount, Job, JobState
 
 
@@ -72,3 +73,19 @@ def test_a_failed_submission_is_held_by_nobody_so_submit_again_works(job):
     job.submission_failed("Slurm did not take the script.")
     job.retry_submission()
     assert tasks._claim(job, "after the click")
+
+
+def test_while_the_cluster_does_not_answer_the_job_says_it_waits_for_it(job, monkeypatch):
+    seen = []
+
+    def submit(job, script, look_first):
+        seen.append(Job.objects.get(pk=job.pk).reason)
+        if len(seen) == 1:
+            raise ClusterError(ErrorKind.UNREACHABLE, "The cluster did not answer.", retryable=True)
+        return "4242"
+
+    monkeypatch.setattr(tasks.remote, "submit", submit)
+    tasks.submit_job.apply(args=[job.pk])
+    assert seen == ["", "waiting for the cluster, which did not answer: trying again in 2 s"]
+    job.refresh_from_db()
+    assert (job.state, job.slurm_id, job.reason) == (JobState.PENDING, "4242", "")
