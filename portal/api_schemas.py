@@ -6,6 +6,7 @@ from typing import Any
 
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator
+from pydantic_core import PydanticCustomError
 
 from guidance import engine, models
 from guidance.engine.sources import Source
@@ -69,6 +70,16 @@ class JobIn(Schema):
         description="The job keeps the GPU near 100% busy.",
     )
     similar_runs: int = _DEFAULTS["similar_runs"]
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # PostgreSQL cannot hold or even look up text with a NUL (found by tests/test_api_fuzz.py
+        # on PostgreSQL, where such a cluster name was a 500); no field has a use for one.
+        if isinstance(value, str) and "\x00" in value:
+            # The composer's form says the same (Django's ProhibitNullCharactersValidator).
+            raise PydanticCustomError("null_characters", "Null characters are not allowed.")
+        return value
 
     @field_validator("gpu_type")
     @classmethod

@@ -4,6 +4,9 @@ be as the schema documents it (status, content type, body)."""
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.core.management import call_command
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -16,10 +19,20 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
 @pytest.fixture
 def token_headers(db, user, settings):
     settings.API_RATE_LIMIT = "100000/min"  # the fuzzer is one client sending many requests
-    from django.core.management import call_command
-
     call_command("seed_guidance", verbosity=0)
     return {"Authorization": f"Bearer {ApiToken.issue(user, 'fuzz')[1]}"}
+
+
+@pytest.fixture(autouse=True)
+def _one_connection_for_the_test():
+    # Schemathesis calls the WSGI app itself, whose end-of-request handler closes the database
+    # connection: the test's transaction (and, on PostgreSQL, every later request) would go with
+    # it. Django's own test client leaves the connection open in the same way.
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
 
 
 @schema.parametrize()

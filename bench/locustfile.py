@@ -1,0 +1,57 @@
+"""What bench/load.py's simulated users do: log in, then open their job list, a job page and its
+live update, and type into the composer (its live advice), as people on the portal do."""
+
+import os
+import random
+import re
+
+from locust import HttpUser, between, task
+
+# Written by bench/load.py: the users' names share one password; each has these jobs.
+PASSWORD = os.environ["LOAD_PASSWORD"]
+USERS = int(os.environ["LOAD_USERS"])
+JOB_IDS = [int(pk) for pk in os.environ["LOAD_JOB_IDS"].split(",")]
+HTMX = {"HX-Request": "true"}
+ADVICE = {
+    "cluster": "narval", "job_name": "train", "workload": "training", "file_count": "",
+    "data_path": "/project/def-someuser/data.tar", "gpu_count": "1", "hours": "12", "nodes": "1",
+    "similar_runs": "1", "environment": "none", "command": "python train.py",
+    "results_dir": "$HOME/results",
+}  # fmt: skip
+
+
+class PortalUser(HttpUser):
+    wait_time = between(0.5, 2)
+
+    def on_start(self) -> None:
+        # Every simulated user is user 0, who owns the jobs, or one of the others.
+        name = f"load-{random.randrange(USERS)}"
+        page = self.client.get("/accounts/login/", name="login page").text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        self.client.post(
+            "/accounts/login/",
+            {"username": name, "password": PASSWORD, "csrfmiddlewaretoken": token},
+            name="log in",
+        )
+        self.owner = name == "load-0"
+
+    @task(3)
+    def job_list(self) -> None:
+        self.client.get("/jobs/", name="job list")
+        self.client.get("/jobs/", headers=HTMX, name="job list, live rows")
+
+    @task(3)
+    def job_page(self) -> None:
+        if not self.owner:
+            self.client.get("/", name="home")
+            return
+        pk = random.choice(JOB_IDS)
+        self.client.get(f"/jobs/{pk}/", name="job page")
+        self.client.get(f"/jobs/{pk}/", headers=HTMX, name="job page, live status")
+
+    @task(3)
+    def live_advice(self) -> None:
+        size = random.choice(["5", "50", "500"])
+        self.client.get(
+            "/jobs/new/", params=ADVICE | {"dataset_gb": size}, headers=HTMX, name="live advice"
+        )
