@@ -12,6 +12,7 @@ up (docker/devcluster) the poller asks it about the active jobs, as it would a r
 
 import argparse
 import csv
+import json
 import os
 import secrets
 import shutil
@@ -28,6 +29,7 @@ PYTHON = sys.executable
 DATABASE = "portal_load"
 PASSWORD = "load-" + secrets.token_urlsafe(12)
 PORT = 8765
+LOGINS_PER_SECOND = 2
 
 
 def main() -> None:
@@ -53,8 +55,7 @@ def main() -> None:
         csv_prefix = work / "locust"
         locust_env = env | {
             "LOAD_PASSWORD": PASSWORD,
-            "LOAD_USERS": str(args.users),
-            "LOAD_JOB_IDS": ",".join(map(str, job_ids)),
+            "LOAD_JOBS": job_ids,
         }
         load_before = os.getloadavg()
         subprocess.run(
@@ -65,10 +66,12 @@ def main() -> None:
                 "--headless",
                 "-u",
                 str(args.users),
+                # Two people log in a second (each login hashes a password, about 0.5 s of
+                # CPU); the figures count from when all are in, for --seconds.
                 "-r",
-                str(max(1, args.users // 5)),
+                str(LOGINS_PER_SECOND),
                 "-t",
-                f"{args.seconds}s",
+                f"{args.seconds + args.users // LOGINS_PER_SECOND + 5}s",
                 "--host",
                 f"http://127.0.0.1:{PORT}",
                 "--csv",
@@ -76,13 +79,14 @@ def main() -> None:
                 "--only-summary",
                 "--loglevel",
                 "WARNING",
+                "--reset-stats",
             ],
             env=locust_env,
             check=False,
         )
         load_after = os.getloadavg()
         _report(csv_prefix, args, load_before, load_after, polled)
-        _report_queries(env, job_ids[0])
+        _report_queries(env, json.loads(job_ids)["load-0"][0])
     finally:
         for process in processes:
             if process.poll() is None:
@@ -143,7 +147,7 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 # Run inside `manage.py shell`: the people, user 0's jobs, and a login on the dev cluster if up.
 PEOPLE = """
-import sys
+import json, sys
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
@@ -164,19 +168,29 @@ except Exception as error:
         private_key_encrypted="-",
     )
 now = timezone.now()
-made = Job.objects.bulk_create(
-    Job(
-        owner=people[0], account=account, name=f"job-{i}", script="#!/bin/bash\\ntrue\\n",
-        slurm_id=str(900000 + i), submitted=now,
-        state=JobState.RUNNING if i < active else JobState.COMPLETED, exit_code=0,
+def made(person, account, count, active, first_id):
+    return Job.objects.bulk_create(
+        Job(
+            owner=person, account=account, name=f"job-{i}", script="#!/bin/bash\\ntrue\\n",
+            slurm_id=str(first_id + i), submitted=now, exit_code=0,
+            state=JobState.RUNNING if i < active else JobState.COMPLETED,
+        )
+        for i in range(count)
     )
-    for i in range(jobs)
-)
-print(",".join(str(job.pk) for job in made[:200]), polled)
+shown = {"load-0": [job.pk for job in made(people[0], account, jobs, active, 900000)[:100]]}
+# The others: 20 ended jobs each on a login nobody polls (their pages, not the poller's work).
+narval = Cluster.objects.get(slug="narval")
+for number, person in enumerate(people[1:], start=1):
+    theirs = ClusterAccount.objects.create(
+        owner=person, cluster=narval, username=person.username, public_key="-",
+        private_key_encrypted="-",
+    )
+    shown[person.username] = [job.pk for job in made(person, theirs, 20, 0, 800000 + number * 20)]
+print(json.dumps(shown), polled)
 """
 
 
-def _people_and_jobs(env, users: int, jobs: int, active: int) -> tuple[list[int], str]:
+def _people_and_jobs(env, users: int, jobs: int, active: int) -> tuple[str, str]:
     code = Path(tempfile.mkstemp(suffix=".py")[1])
     code.write_text(PEOPLE)
     try:
@@ -188,8 +202,8 @@ def _people_and_jobs(env, users: int, jobs: int, active: int) -> tuple[list[int]
         )  # fmt: skip
     finally:
         code.unlink()
-    ids, polled = result.stdout.split()[-2:]
-    return [int(pk) for pk in ids.split(",")], polled
+    shown, polled = result.stdout.strip().splitlines()[-1].rsplit(" ", 1)
+    return shown, polled  # JSON: each person's name -> some of their job ids
 
 
 def _start(env: dict[str, str], work: Path) -> list[subprocess.Popen]:

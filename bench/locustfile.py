@@ -1,16 +1,18 @@
 """What bench/load.py's simulated users do: log in, then open their job list, a job page and its
 live update, and type into the composer (its live advice), as people on the portal do."""
 
+import itertools
+import json
 import os
 import random
 import re
 
 from locust import HttpUser, between, task
 
-# Written by bench/load.py: the users' names share one password; each has these jobs.
+# Written by bench/load.py: the people's names share one password; each has these jobs.
 PASSWORD = os.environ["LOAD_PASSWORD"]
-USERS = int(os.environ["LOAD_USERS"])
-JOB_IDS = [int(pk) for pk in os.environ["LOAD_JOB_IDS"].split(",")]
+JOBS = json.loads(os.environ["LOAD_JOBS"])  # name -> some of their job ids
+PEOPLE = itertools.cycle(sorted(JOBS))
 HTMX = {"HX-Request": "true"}
 ADVICE = {
     "cluster": "narval", "job_name": "train", "workload": "training", "file_count": "",
@@ -24,8 +26,9 @@ class PortalUser(HttpUser):
     wait_time = between(0.5, 2)
 
     def on_start(self) -> None:
-        # Every simulated user is user 0, who owns the jobs, or one of the others.
-        name = f"load-{random.randrange(USERS)}"
+        # One session per person while there are people; load-0 owns the many jobs.
+        name = next(PEOPLE)
+        self.jobs = JOBS[name]
         page = self.client.get("/accounts/login/", name="login page").text
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         self.client.post(
@@ -33,7 +36,6 @@ class PortalUser(HttpUser):
             {"username": name, "password": PASSWORD, "csrfmiddlewaretoken": token},
             name="log in",
         )
-        self.owner = name == "load-0"
 
     @task(3)
     def job_list(self) -> None:
@@ -42,10 +44,7 @@ class PortalUser(HttpUser):
 
     @task(3)
     def job_page(self) -> None:
-        if not self.owner:
-            self.client.get("/", name="home")
-            return
-        pk = random.choice(JOB_IDS)
+        pk = random.choice(self.jobs)
         self.client.get(f"/jobs/{pk}/", name="job page")
         self.client.get(f"/jobs/{pk}/", headers=HTMX, name="job page, live status")
 
