@@ -8,7 +8,6 @@
 # worker takes the message and then blocks on its first read of the job. That is where the test
 # kills it. It needs PostgreSQL: the worker is another process, which must wait on the lock.
 
-import io
 import os
 import signal
 import time
@@ -18,13 +17,12 @@ from pathlib import Path
 import psycopg
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 from django.db import connection
 
 from jobs.models import ClusterAccount, Job, JobState
 from tests.devcluster import DevCluster
 from tests.processes import portal_env, python
-from tests.services import service_missing
+from tests.services import need_postgresql_for_workers
 from tests.test_worker_kill import _database_url, _slurm_jobs, _wait, _worker
 
 LEASE_SECONDS = 2
@@ -33,17 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)  # the workers must see com
 
 @pytest.fixture(autouse=True)
 def _postgresql() -> None:
-    if connection.vendor != "postgresql":
-        service_missing(
-            "a worker in another process must share the test database and wait on its locks: "
-            "run with DATABASE_URL=postgres://... (CI does)"
-        )
-
-
-@pytest.fixture
-def account(devcluster, seeded, user) -> ClusterAccount:
-    call_command("register_devcluster", user.username, stdout=io.StringIO())
-    return ClusterAccount.objects.get(owner=user, cluster__slug="local")
+    need_postgresql_for_workers()
 
 
 def _run_task(env: dict[str, str], call: str) -> None:
@@ -65,8 +53,9 @@ def _reading_the_job() -> int | None:
 
 
 def test_a_submission_lost_with_its_worker_is_swept_and_submitted_once(
-    account: ClusterAccount, devcluster: DevCluster, tmp_path: Path
+    local_login: ClusterAccount, devcluster: DevCluster, tmp_path: Path
 ) -> None:
+    account = local_login
     queue = "celery"  # Celery's default: the broker folder (tmp_path/celery/broker) is the test's
     env = portal_env(
         tmp_path,

@@ -31,7 +31,7 @@ from jobs.models import ClusterAccount, Job, JobState
 from portal.celery import app
 from tests.devcluster import DevCluster
 from tests.processes import portal_env, start_python
-from tests.services import service_missing
+from tests.services import need_postgresql_for_workers, service_missing
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 VISIBILITY_TIMEOUT = 1  # seconds: how long Redis waits before it gives a dead worker's task away
@@ -42,11 +42,7 @@ pytestmark = pytest.mark.django_db(transaction=True)  # the workers must see com
 @pytest.fixture(autouse=True)
 def _services() -> None:
     # Before the other fixtures: no point in seeding a database that no worker can share.
-    if connection.vendor != "postgresql":
-        service_missing(
-            "a worker in another process must share the test database and wait on its locks: "
-            "run with DATABASE_URL=postgres://... (CI does)"
-        )
+    need_postgresql_for_workers()
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except redis.RedisError as exc:

@@ -285,7 +285,12 @@ def _node_keepers(spec: ScriptSpec) -> list[str]:
         "    # cut the saving short.",
         "    trap '' INT TERM",
     ]
+    does = []
     if _results_on_node(spec):
+        does.append(
+            "copies what the command wrote there to $RESULTS_DEST/node-<rank>, so that no node "
+            "overwrites another's results"
+        )
         save += [
             "    # This step leaves out the first node (the batch node): rank 1 is the second.",
             "    local rank=$((SLURM_NODEID + 1))",
@@ -294,12 +299,6 @@ def _node_keepers(spec: ScriptSpec) -> list[str]:
             '        rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST/node-$rank"/',
             "    fi",
         ]
-    does = []
-    if _results_on_node(spec):
-        does.append(
-            "copies what the command wrote there to $RESULTS_DEST/node-<rank>, so that no node "
-            "overwrites another's results"
-        )
     if spec.cleanup:
         save.append(f"    {spec.cleanup.command}")
         does.append("removes the job's folder there")
