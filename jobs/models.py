@@ -105,6 +105,9 @@ class ClusterAccount(models.Model):
     # A worker polling this login holds it until then: a second worker (a poll that outlasted
     # beat's interval, or several workers) skips it rather than ask the cluster twice at once.
     polled_until = models.DateTimeField(null=True, blank=True)
+    # The task that holds it: run again after the database went away mid-poll, it takes its own
+    # hold back at once instead of waiting for it to expire.
+    polled_by = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = ClusterAccountQuerySet.as_manager()
 
@@ -274,9 +277,19 @@ class Job(models.Model):
         null=True, blank=True, help_text="Mean compute utilization of its GPUs (%)."
     )
     gpu_warning = models.TextField(blank=True, help_text="Why its GPUs look wasted, if they do.")
+    # The page that asked for it shows a fresh key with each "Submit" button: a second click, or
+    # the same form sent again, finds this job instead of making another (jobs.compose.sending).
+    submission_key = models.CharField(max_length=32, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "submission_key"],
+                condition=~models.Q(submission_key=""),
+                name="one_job_per_submission_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slurm_id or 'not submitted'})"

@@ -3,15 +3,19 @@ jobs.cluster.remote, and save. They sit above jobs.cluster and jobs.gpu, which t
 a submission gets its GPU monitoring here, a poll reads the jobs' states and then their GPU
 samples."""
 
+import contextlib
 import logging
+import math
+import time
 import uuid
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from guidance.engine.slurm_refusals import explain_refusal
 from jobs.cluster import remote, tracking
@@ -22,11 +26,14 @@ from jobs.models import ClusterAccount, Job, JobState
 from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
+# The database is unreachable or restarting, as opposed to refusing data (DataError and the like).
+DATABASE_GONE = (OperationalError, InterfaceError)
 
 # How long one poll may hold its login: longer than a poll takes with the controller down (18 s
 # measured: squeue waits for it) plus the GPU samples' reads.
 POLL_HOLD_SECONDS = 120
-# Seconds before each retry of a submission the cluster could not take: 2, 4, 8, 16.
+# Seconds before each retry of a submission the cluster could not take, and of a poll the
+# database cut short: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
 # What a submission reads: a few columns, not every row's whole text (bench/submit.py).
 SUBMIT_FIELDS = (
@@ -39,7 +46,24 @@ SUBMIT_FIELDS = (
 
 def queue_submission(job: Job) -> None:
     """Hands the job to a worker once the transaction that saved it commits."""
-    transaction.on_commit(lambda: submit_job.delay(job.pk))
+    transaction.on_commit(lambda: _send_submission(job.pk))
+
+
+def _send_submission(job_id: int) -> None:
+    # A broker that is down (Redis restarting) must not lose the click nor answer with an error:
+    # the job is saved in "Submitting", and the sweep sends it once the broker is back.
+    try:
+        submit_job.delay(job_id)
+    except BrokerUnreachable as error:
+        logger.warning("The task queue did not take job %s's submission: %s", job_id, error)
+        within = math.ceil(settings.SUBMIT_SWEEP_SECONDS / 60)
+        waiting = (
+            f"waiting for the portal's task queue, which did not answer: sent within {within} min"
+        )
+        # Silent for longer than a lease already: the next sweep sends it.
+        lost = timezone.now() - timedelta(seconds=settings.SUBMIT_LEASE_SECONDS + 1)
+        unsent = Job.objects.filter(pk=job_id, state=JobState.SUBMITTING, slurm_id="")
+        unsent.update(reason=waiting, submit_started=lost)
 
 
 # Task names travel in broker messages and beat's schedule: written out, so that moving this
@@ -111,26 +135,42 @@ def submitted_script(job: Job) -> str:
     return with_monitoring(job.script, job.job_dir, settings.SAMPLE_SECONDS)
 
 
-@shared_task(name="jobs.tasks.poll_clusters")
-def poll_clusters() -> None:
+@shared_task(name="jobs.tasks.poll_clusters", bind=True, max_retries=len(RETRY_DELAYS))
+def poll_clusters(self) -> None:
     """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
     the new lines of their GPU sample files, over SFTP."""
-    for account in _logins_to_poll(timezone.now()):
-        if not _hold_for_polling(account):
-            continue  # another worker polls it right now
-        try:
-            _poll(account)
-        finally:
-            ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+    holder = self.request.id or str(uuid.uuid4())  # called directly, it is a task of its own
+    try:
+        for account in _logins_to_poll(timezone.now()):
+            if not _hold_for_polling(account, holder):
+                continue  # another worker polls it right now
+            began = time.monotonic()
+            try:
+                _poll(account)
+                # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
+                # workers never poll one login at once.
+                logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
+            finally:
+                with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
+                    ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+    except DATABASE_GONE as error:
+        # The database went away (a restart): what a poll read was saved in one transaction or
+        # not at all. The same task runs again, polls what is due and takes its holds back;
+        # logins it polled already are polled again, which changes nothing twice.
+        if self.request.called_directly or self.request.retries >= self.max_retries:
+            raise  # beat's next polls take over, once the holds expire
+        logger.warning("Polling stopped on the database, trying again: %s", error)
+        raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
 
 
-def _hold_for_polling(account: ClusterAccount) -> bool:
+def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
     """Takes the login for this poll, for POLL_HOLD_SECONDS at most: a worker that dies while
-    polling holds it no longer than that."""
+    polling holds it no longer than that. The task that holds it may take it again."""
     now = timezone.now()
-    free = Q(polled_until__isnull=True) | Q(polled_until__lt=now)
+    free = Q(polled_until__isnull=True) | Q(polled_until__lt=now) | Q(polled_by=task_id)
     until = now + timedelta(seconds=POLL_HOLD_SECONDS)
-    return ClusterAccount.objects.filter(free, pk=account.pk).update(polled_until=until) == 1
+    held = ClusterAccount.objects.filter(free, pk=account.pk)
+    return held.update(polled_until=until, polled_by=task_id) == 1
 
 
 def _poll(account: ClusterAccount) -> None:
@@ -150,6 +190,8 @@ def _poll(account: ClusterAccount) -> None:
         sample_files.collect(account, jobs)
     except ClusterError as error:
         logger.warning("GPU samples of %s not read: %s", account, error.message)
+    except DATABASE_GONE:
+        raise  # the whole poll is tried again (poll_clusters)
     except Exception:
         # One login's bad data must not stop the others' polls.
         logger.exception("GPU samples of %s not stored", account)

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "simple_history",
     "axes",
+    "ninja",  # serves the API's interactive docs (Swagger UI) from its own static files
     "portal",
     "guidance",
     "jobs",
@@ -203,6 +204,9 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
             f"CELERY_VISIBILITY_TIMEOUT must be at least 1 (seconds), got {_visibility_timeout}"
         )
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _visibility_timeout}
+# A submission running when the broker connection drops is let finish rather than cut mid-sbatch;
+# the broker hands it out again later, and a second run finds the job done (jobs/tasks.py).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Tasks save their results on our models, so by default nothing else stores them.
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", None)
 CELERY_TASK_ALWAYS_EAGER = False
@@ -214,9 +218,11 @@ POLL_SECONDS = env_int("POLL_SECONDS", 10, minimum=1)
 # was lost (a worker killed as it took it: the default broker has already deleted the message),
 # and the sweep hands the job to a worker again. Longer than an attempt and its retries take.
 SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
+# How often beat's sweep looks for such jobs, and for ones the broker did not take (Redis down).
+SUBMIT_SWEEP_SECONDS = env_int("SUBMIT_SWEEP_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
-    "sweep-submissions": {"task": "jobs.tasks.sweep_submissions", "schedule": 60},
+    "sweep-submissions": {"task": "jobs.tasks.sweep_submissions", "schedule": SUBMIT_SWEEP_SECONDS},
 }
 
 # GPU monitoring. The sampler in each GPU job writes a line per GPU every SAMPLE_SECONDS; the

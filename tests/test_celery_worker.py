@@ -2,8 +2,6 @@
 # so that both read the broker and result backend from the environment through portal/settings.py,
 # as they do in production.
 
-import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +12,7 @@ import redis
 
 from tests.processes import portal_env, python, start_python
 from tests.services import service_missing
+from tests.workers import stop
 
 pytestmark = pytest.mark.service  # real Celery workers, one of them on Redis
 
@@ -33,12 +32,7 @@ def running_worker(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]
     try:
         yield worker
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+        stop(worker)
 
 
 def assert_pong(env: dict[str, str], log: Path) -> None:

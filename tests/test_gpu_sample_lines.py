@@ -71,13 +71,16 @@ def test_a_malformed_line_is_skipped_and_counted() -> None:
             b'{"type": "sample", "time": NaN, "uuid": "GPU-a"}\n',
             b"\xff\xfe broken utf-8\n",
             b"[" * 100_000 + b"\n",
+            # What the database cannot keep: a longer uuid than GpuDevice's, a NUL.
+            b'{"type": "gpu", "time": 1, "uuid": "GPU-' + b"a" * 200 + b'"}\n',
+            b'{"type": "sample", "time": 1, "uuid": "GPU-\\u0000"}\n',
             b"\n",  # blank: not counted
             lines(sample_line(20, 60)),
         ]
     )
     chunk = parse(data)
     assert [line.time for line in chunk.lines] == [T0 + 10, T0 + 20]
-    assert chunk.malformed == 10 and chunk.consumed == len(data)
+    assert chunk.malformed == 12 and chunk.consumed == len(data)
 
 
 def test_unicode_is_read_whole() -> None:

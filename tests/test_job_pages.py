@@ -1,11 +1,15 @@
 """Job pages read the database only: who sees what, filters, and when live updates stop."""
 
+import re
+
 import pytest
 from django.test import Client
 
 from guidance.models import Cluster
 from jobs.cluster import keys
+from jobs.compose import sending
 from jobs.models import ClusterAccount, Job, JobState
+from tests.test_compose_page import GOOD
 
 
 @pytest.fixture
@@ -95,8 +99,6 @@ def test_a_stale_job_says_since_when(user_client, job):
 
 
 def test_submitting_without_a_login_keeps_the_composition(user_client, user, seeded):
-    from tests.test_compose_page import GOOD
-
     response = user_client.post("/jobs/new/", GOOD | {"submit": "1"})
     assert response.status_code == 302 and response["Location"] == "/jobs/logins/"
     assert user.compositions.count() == 1
@@ -111,3 +113,71 @@ def test_the_cancel_button_leaves_with_the_live_update_that_says_the_job_ended(u
     response = user_client.get(f"/jobs/{job.pk}/", headers=htmx)
     assert response.status_code == 286 and "Completed" in response.content.decode()
     assert "Cancel the job" not in response.content.decode()
+
+
+def _submit_page_key(client, url: str) -> str:
+    page = client.get(url).content.decode()
+    return re.search(r'name="submission_key" value="([0-9a-f]{32})"', page)[1]
+
+
+def test_save_and_submit_clicked_twice_makes_one_job(user_client, user, cluster):
+    _account(user, cluster)
+    key = _submit_page_key(user_client, "/jobs/new/")
+    form = GOOD | {"submit": "1", "submission_key": key}
+    first = user_client.post("/jobs/new/", form)
+    second = user_client.post("/jobs/new/", form, follow=True)
+    job = Job.objects.get()
+    assert first["Location"] == second.redirect_chain[-1][0] == job.get_absolute_url()
+    assert "This form was sent already: here is the job it made." in second.content.decode()
+    assert user.compositions.count() == 1
+    assert [e.detail for e in job.events.all()] == ["Queued for submission."]
+
+    # The composer shown again is a new form: it makes a new job.
+    again = GOOD | {"submit": "1", "submission_key": _submit_page_key(user_client, "/jobs/new/")}
+    user_client.post("/jobs/new/", again)
+    assert Job.objects.count() == 2
+
+
+def test_a_saved_composition_submitted_twice_makes_one_job(user_client, user, cluster):
+    _account(user, cluster)
+    user_client.post("/jobs/new/", GOOD | {"save": "1"})
+    composition = user.compositions.get()
+    key = _submit_page_key(user_client, composition.get_absolute_url())
+    update = f"/jobs/compositions/{composition.pk}/update/"
+    for _ in range(2):
+        user_client.post(update, {"submit": "1", "submission_key": key})
+    assert Job.objects.filter(composition=composition).count() == 1
+
+
+def test_submission_keys_are_each_users_own(user_client, user, cluster, stranger_client):
+    _account(user, cluster)
+    key = _submit_page_key(user_client, "/jobs/new/")
+    user_client.post("/jobs/new/", GOOD | {"submit": "1", "submission_key": key})
+    mallory = type(user).objects.get(username="mallory")
+    _account(mallory, cluster)
+    response = stranger_client.post("/jobs/new/", GOOD | {"submit": "1", "submission_key": key})
+    theirs = Job.objects.get(owner=mallory)
+    assert response["Location"] == theirs.get_absolute_url()  # not alice's job
+
+
+def test_two_clicks_that_race_make_one_job_and_one_composition(
+    user_client, user, cluster, monkeypatch
+):
+    # Both pass the first look before either has saved: the second one's job breaks the key's
+    # uniqueness, and it leaves with the first one's job and nothing of its own.
+    _account(user, cluster)
+    key = _submit_page_key(user_client, "/jobs/new/")
+    form = GOOD | {"submit": "1", "submission_key": key}
+    first = user_client.post("/jobs/new/", form)
+    looks = []  # the views' look, then send()'s: both as if before the first one saved
+    real = sending.already_sent
+
+    def late_look(request):
+        looks.append(request)
+        return None if len(looks) <= 2 else real(request)
+
+    monkeypatch.setattr(sending, "already_sent", late_look)
+    second = user_client.post("/jobs/new/", form)
+    job = Job.objects.get()
+    assert second["Location"] == first["Location"] == job.get_absolute_url()
+    assert user.compositions.count() == 1

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from jobs.models import ClusterAccount, Job, JobState
 from tests.devcluster import DevCluster
-from tests.processes import portal_env, python
+from tests.processes import python
 from tests.services import need_postgresql_for_workers
-from tests.test_worker_kill import _database_url, _slurm_jobs, _wait, _worker
+from tests.workers import blocked_on_lock, print_logs, slurm_jobs, wait, worker, worker_env
 
 LEASE_SECONDS = 2
 pytestmark = pytest.mark.django_db(transaction=True)  # the workers must see committed rows
@@ -41,28 +40,13 @@ def _run_task(env: dict[str, str], call: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def _reading_the_job() -> int | None:
-    """The server pid of a session blocked on reading the job: the worker that took the task."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-            " AND wait_event_type = 'Lock' AND query LIKE 'SELECT %jobs_job%'"
-        )
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
 def test_a_submission_lost_with_its_worker_is_swept_and_submitted_once(
     local_login: ClusterAccount, devcluster: DevCluster, tmp_path: Path
 ) -> None:
     account = local_login
     queue = "celery"  # Celery's default: the broker folder (tmp_path/celery/broker) is the test's
-    env = portal_env(
-        tmp_path,
-        DATABASE_URL=_database_url(),
-        PORTAL_ENCRYPTION_KEY=settings.PORTAL_ENCRYPTION_KEY,
-        SUBMIT_LEASE_SECONDS=str(LEASE_SECONDS),
-    )
+    # The default broker, its folder under tmp_path/celery/broker.
+    env = worker_env(tmp_path, "filesystem://", SUBMIT_LEASE_SECONDS=str(LEASE_SECONDS))
     job = Job.objects.create(
         owner=account.owner,
         account=account,
@@ -75,8 +59,10 @@ def test_a_submission_lost_with_its_worker_is_swept_and_submitted_once(
         lock.execute("LOCK TABLE jobs_job IN ACCESS EXCLUSIVE MODE")
         _run_task(env, f"tasks.submit_job.delay({job.pk})")
         assert len(list(broker.iterdir())) == 1
-        with _worker(env, tmp_path / "first.log", queue) as first:
-            backend = _wait(_reading_the_job, 20, "the worker to take the task")
+        with worker(env, tmp_path / "first.log", queue) as first:
+            backend = wait(
+                lambda: blocked_on_lock("SELECT %jobs_job%"), 20, "the worker to take the task"
+            )
             assert not list(broker.iterdir()), "the broker still holds the message"
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
@@ -85,20 +71,20 @@ def test_a_submission_lost_with_its_worker_is_swept_and_submitted_once(
         lock.rollback()
 
         # A worker that starts again finds nothing to do: the job is lost, as the issue saw it.
-        with _worker(env, tmp_path / "second.log", queue):
+        with worker(env, tmp_path / "second.log", queue):
             time.sleep(LEASE_SECONDS + 1)
             job.refresh_from_db()
-            assert (job.state, job.slurm_id, _slurm_jobs(devcluster, job)) == (
+            assert (job.state, job.slurm_id, slurm_jobs(devcluster, job)) == (
                 JobState.SUBMITTING,
                 "",
                 [],
             )
             _run_task(env, "tasks.sweep_submissions()")  # what beat runs every minute
-            _wait(lambda: Job.objects.filter(pk=job.pk).exclude(slurm_id="").exists(), 20, "id")
+            wait(lambda: Job.objects.filter(pk=job.pk).exclude(slurm_id="").exists(), 20, "id")
             _run_task(env, "tasks.sweep_submissions()")  # a second sweep finds nothing lost
 
         job.refresh_from_db()
-        made = _slurm_jobs(devcluster, job)
+        made = slurm_jobs(devcluster, job)
         assert len(made) == 1, f"Slurm jobs with this job's tag: {made}"
         assert (job.state, job.slurm_id) == (JobState.PENDING, made[0])
         assert [e.detail for e in job.events.order_by("pk")] == [
@@ -106,11 +92,10 @@ def test_a_submission_lost_with_its_worker_is_swept_and_submitted_once(
             f"Submitted as Slurm job {made[0]}.",
         ]
     except BaseException:
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"--- {log.name}:\n{log.read_text()}")
+        print_logs(tmp_path)
         raise
     finally:
         lock.close()
-        ids = _slurm_jobs(devcluster, job)
+        ids = slurm_jobs(devcluster, job)
         if ids:
             devcluster.ssh(f"scancel {' '.join(ids)}")

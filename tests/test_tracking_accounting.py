@@ -134,3 +134,29 @@ def test_a_poll_that_changes_nothing_saves_nothing(account):
     job_updates = [q["sql"] for q in queries if q["sql"].startswith('UPDATE "jobs_job"')]
     assert len(job_updates) == 1  # the poll stamp only
     assert '"polled"' in job_updates[0] and '"elapsed_seconds"' not in job_updates[0]
+
+
+def test_an_earlier_job_of_the_same_id_is_not_taken_for_ours(account):
+    # A controller that lost its state numbers jobs from 1 again: sacct still lists the earlier
+    # job of an id, squeue a later one. The portal's comment on each row tells whose it is.
+    (job,) = _jobs(account, "36")
+    row = "|00:00.275||1G|00:02:00|gpu-a100|\n"
+    theirs = captured("sacct.txt").replace(row, row.replace("\n", "portal:someone-else\n"), 1)
+    assert theirs != captured("sacct.txt")
+    tracking.apply(Snapshot([], parse_sacct(theirs)), [job])
+    job.refresh_from_db()
+    assert job.state == JobState.PENDING
+    # Nor a new job of that id in the queue while ours is still tracked.
+    running = "36|36|N/A|RUNNING|None|2026-11-22T04:08:05|0:05|2:00|a100-1|portaltest|memory|"
+    queue = captured("squeue_active.txt").replace(f"{running}(null)", f"{running}portal:another")
+    assert queue != captured("squeue_active.txt")
+    tracking.apply(Snapshot(parse_squeue(queue), []), [job])
+    job.refresh_from_db()
+    assert job.state == JobState.PENDING
+
+    ours = captured("sacct.txt").replace(row, row.replace("\n", f"portal:{job.tag}\n"), 1)
+    tracking.apply(
+        Snapshot(parse_squeue(captured("squeue_finished.txt")), parse_sacct(ours)), [job]
+    )
+    job.refresh_from_db()
+    assert (job.state, job.elapsed_seconds) == (JobState.COMPLETED, 41)

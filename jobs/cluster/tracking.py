@@ -9,8 +9,10 @@ task and takes its state from them; its accounting adds its tasks' times up.
 import logging
 from datetime import UTC, datetime, timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
+from jobs.cluster import remote
 from jobs.cluster.remote import Snapshot
 from jobs.models import Job, JobState, JobTask
 from jobs.slurm.sacct import AccountedJob
@@ -66,6 +68,7 @@ def _state(row: QueuedJob | AccountedJob) -> JobState:
     return JobState(row.state)
 
 
+@transaction.atomic  # a poll cut short (the database restarting) saves nothing of it
 def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
     now = timezone.now()
     by_parent: dict[str, list] = {}
@@ -76,7 +79,7 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
         by_parent.setdefault(str(row.array_job_id), []).append(("queue", row.array_task_id, row))
     changed = []
     for job in jobs:
-        rows = by_parent.get(job.slurm_id, [])
+        rows = [row for row in by_parent.get(job.slurm_id, []) if _is_of(job, row)]
         before = _tracked(job)
         if rows:
             _update(job, rows)
@@ -87,6 +90,14 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
     # Most polls change few jobs: save those, and stamp all of them in one statement.
     Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
     Job.objects.filter(pk__in=[job.pk for job in jobs]).update(polled=now, stale=False)
+
+
+def _is_of(job: Job, row: tuple) -> bool:
+    # Job ids start again from 1 when a controller loses its state: sacct still lists the earlier
+    # job of that id (one that never started, whatever the time window), and squeue may list a new
+    # one while ours is still tracked. The comment the portal submitted with tells them apart.
+    _, _, found = row
+    return not found.comment.startswith(remote.TAG_PREFIX) or found.comment == remote.tag(job)
 
 
 def _update(job: Job, rows: list) -> None:

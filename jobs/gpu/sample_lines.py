@@ -75,11 +75,17 @@ def _required_number(value: object) -> float:
     return number
 
 
-def _text(value: object, required: bool = False) -> str:
+UUID_LENGTH = 100  # GpuDevice.uuid
+
+
+def _text(value: object, required: bool = False, limit: int | None = None) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value):
         raise ValueError(f"not a text: {value!r}")
+    # The job writes these lines: what the database cannot keep is a bad line, not a failed poll.
+    if "\x00" in value or (limit is not None and len(value) > limit):
+        raise ValueError(f"not a text the portal keeps: {value[:40]!r}")
     return value
 
 
@@ -100,7 +106,7 @@ def parse_line(text: str) -> Line:
     if kind == "sample":
         return Sample(
             time=moment,
-            uuid=_text(record.get("uuid"), required=True),
+            uuid=_text(record.get("uuid"), required=True, limit=UUID_LENGTH),
             utilization=_number(record.get("utilization")),
             memory_used_mb=_number(record.get("memory_used_mb")),
             memory_total_mb=_number(record.get("memory_total_mb")),
@@ -111,7 +117,7 @@ def parse_line(text: str) -> Line:
         return Gpu(
             time=moment,
             node=_text(record.get("node")),
-            uuid=_text(record.get("uuid"), required=True),
+            uuid=_text(record.get("uuid"), required=True, limit=UUID_LENGTH),
             index=_count(record.get("index"), below=2**15),  # a small integer field
             name=_text(record.get("name")),
             pci_bus_id=_text(record.get("pci_bus_id")),
@@ -122,7 +128,7 @@ def parse_line(text: str) -> Line:
     if kind == "summary":
         return Summary(
             time=moment,
-            uuid=_text(record.get("uuid"), required=True),
+            uuid=_text(record.get("uuid"), required=True, limit=UUID_LENGTH),
             samples=_count(record.get("samples")),
             mean_utilization=_number(record.get("mean_utilization")),
             peak_memory_used_mb=_number(record.get("peak_memory_used_mb")),

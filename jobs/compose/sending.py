@@ -1,0 +1,62 @@
+"""One job per "Submit" click: each page with a Submit button carries a fresh key, and the job
+it makes keeps it. A double click, a form sent again (reload, back button) or two requests that
+race find the job the first one made. The key is the user's own: another user's cannot match."""
+
+import re
+import uuid
+
+from django.contrib import messages
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+
+from jobs import tasks
+from jobs.models import ClusterAccount, Composition, Job
+
+FIELD = "submission_key"
+_KEY = re.compile(r"[0-9a-f]{32}")
+
+
+def new_key() -> str:
+    return uuid.uuid4().hex
+
+
+def key_of(request: HttpRequest) -> str:
+    """The form's key, or "": a page without one (an older one) is not deduplicated."""
+    key = request.POST.get(FIELD, "")
+    return key if _KEY.fullmatch(key) else ""
+
+
+def already_sent(request: HttpRequest) -> HttpResponse | None:
+    """The way to the job this form made already, or None."""
+    key = key_of(request)
+    job = key and Job.objects.filter(owner=request.user, submission_key=key).first()
+    if not job:
+        return None
+    messages.info(request, "This form was sent already: here is the job it made.")
+    return redirect(job)
+
+
+def send(request: HttpRequest, composition: Composition, account: ClusterAccount) -> HttpResponse:
+    """Makes the job and queues its submission, unless this form made one already."""
+    if sent := already_sent(request):
+        return sent
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(
+                owner=request.user,
+                account=account,
+                composition=composition,
+                name=composition.fields.get("job_name") or "job",
+                script=composition.script,
+                submission_key=key_of(request),
+            )
+            job.events.create(state=job.state, detail="Queued for submission.")
+            tasks.queue_submission(job)
+    except IntegrityError:
+        if sent := already_sent(request):  # the other click won the race
+            if transaction.get_connection().in_atomic_block:
+                transaction.set_rollback(True)  # and what this request made before (a composition)
+            return sent
+        raise
+    return redirect(job)
