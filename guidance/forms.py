@@ -2,8 +2,32 @@
 
 from django import forms
 
+from guidance import models, published
 from guidance.engine import JobSpec, TierKind, Workload
 from guidance.engine.validation import PERSISTENT_KINDS
+
+
+class ClusterChoiceField(forms.ModelChoiceField):
+    """A cluster chosen by its slug, with all its facts, from the guidance each process keeps
+    (guidance.published) rather than four queries; the list to choose from is the queryset's."""
+
+    def __init__(self, **kwargs):
+        queryset = models.Cluster.objects.order_by("name")
+        super().__init__(queryset, to_field_name="slug", empty_label=None, **kwargs)
+
+    def to_python(self, value) -> models.Cluster | None:
+        if value in self.empty_values:
+            return None
+        if isinstance(value, models.Cluster):
+            value = value.slug
+        cluster = published.cluster_with_facts(str(value))
+        if cluster is None:
+            raise forms.ValidationError(
+                self.error_messages["invalid_choice"],
+                code="invalid_choice",
+                params={"value": value},
+            )
+        return cluster
 
 
 def _number(label: str, example: str, **kw) -> dict:

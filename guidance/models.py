@@ -331,3 +331,14 @@ class Article(Sourced):
 
     def __str__(self) -> str:
         return self.title
+
+
+class Revision(models.Model):
+    """One row whose token changes whenever guidance that guidance.published keeps is saved or
+    deleted (right after it, in its transaction if there is one): each process compares it to
+    decide whether what it keeps is still current."""
+
+    token = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return self.token

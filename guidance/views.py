@@ -1,10 +1,10 @@
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from guidance import engine, models
+from guidance import engine, models, published
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm
 
@@ -17,7 +17,10 @@ def _articles_for(cluster: models.Cluster | None):
 
 
 def _get_cluster(slug: str) -> models.Cluster:
-    return get_object_or_404(models.Cluster.objects.with_facts(), slug=slug)
+    cluster = published.cluster_with_facts(slug)
+    if cluster is None:
+        raise Http404("No such cluster.")
+    return cluster
 
 
 @login_required

@@ -7,7 +7,7 @@ from django.core.validators import RegexValidator
 
 from guidance.engine import DataKind, JobSpec, Launch
 from guidance.engine.shell import MODULE_NAME, variable_of
-from guidance.forms import AdviceForm
+from guidance.forms import AdviceForm, ClusterChoiceField
 from guidance.models import Cluster
 from jobs.compose import script, script_spec
 
@@ -33,11 +33,7 @@ def _name_field(label: str, **kw) -> forms.CharField:
 
 
 class ComposeForm(AdviceForm):
-    cluster = forms.ModelChoiceField(
-        queryset=Cluster.objects.with_facts().order_by("name"),
-        to_field_name="slug",
-        empty_label=None,
-    )
+    cluster = ClusterChoiceField()
     job_name = _name_field("Job name", initial="train")
     account = _name_field(
         "Account", required=False, help_text="The allocation to bill, e.g. def-someuser."
