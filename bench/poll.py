@@ -1,13 +1,14 @@
 """One polling cycle for 10, 100 and 1,000 active jobs of one login on the local cluster: wall
 time and SSH commands run. Jobs are real Slurm jobs, held so they stay pending.
-Usage: .venv/bin/python bench/poll.py
+Usage: .venv/bin/python bench/poll.py [SIZE ...]   (default 10 100 1000, each larger than the last)
 """
 
+import sys
 import time
 
 from cluster_setup import CountingCommands, portal_with_local_cluster
 
-SIZES = (10, 100, 1000)
+SIZES = tuple(int(size) for size in sys.argv[1:]) or (10, 100, 1000)
 
 
 def main() -> None:

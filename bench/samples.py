@@ -1,19 +1,21 @@
-"""One GPU-sample collection cycle for 100 running jobs of one login on the local cluster.
+"""One GPU-sample collection cycle for JOBS (default 100) running jobs of one login on the local
+cluster.
 
 Each job has one node with 2 GPUs, so one sample file, in the bench user's home; each cycle the
 file gains 60 lines (30 samples of each GPU, what 5 minutes at 10 s per sample write). Timed:
 collect() with new data in every file (the first read, then a later one on top of stored rows),
 and with nothing new. Printed: wall time, bytes read, rows stored, SFTP requests, SSH commands.
-Usage: .venv/bin/python bench/samples.py    (BENCH_DATABASE_URL=postgres://... for PostgreSQL)
+Usage: .venv/bin/python bench/samples.py [JOBS]   (BENCH_DATABASE_URL=postgres://... for PostgreSQL)
 """
 
 import json
+import sys
 import time
 import uuid
 
 from cluster_setup import CountingCommands, portal_with_local_cluster
 
-JOBS = 100
+JOBS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 LINES_PER_CYCLE = 60
 INTERVAL = 10
 

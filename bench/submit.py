@@ -26,7 +26,7 @@ def _bare_transport(login):
     return connection.transport
 
 
-def _bare_sbatch(transport, script: str) -> None:
+def _bare_sbatch(transport, script: str) -> bytes:
     """sbatch in a plain channel: no pool, no timeouts, no error mapping, no job folder."""
     channel = transport.open_session()
     channel.exec_command("sbatch --parsable")
@@ -36,6 +36,7 @@ def _bare_sbatch(transport, script: str) -> None:
     while chunk := channel.recv(4096):
         out += chunk
     assert out.strip() and channel.recv_exit_status() == 0
+    return out
 
 
 def main() -> None:
@@ -50,25 +51,30 @@ def main() -> None:
     gpu_script = SCRIPT.replace(
         "true\n", f"#SBATCH --gres=gpu:a100:1\n{MONITORING_START}\n{MONITORING_STOP}\ntrue\n"
     )
+    submitted: list[str] = []
     for label, script in (("no GPUs", SCRIPT), ("a GPU job", gpu_script)):
-        bare, portal = _measure(account, transport, script)
+        bare, portal = _measure(account, transport, script, submitted)
         b, p = statistics.median(bare) * 1000, statistics.median(portal) * 1000
         print(
             f"{label}: bare paramiko sbatch: median {b:.1f} ms; portal submission: median "
             f"{p:.1f} ms; ratio {p / b:.2f} (n={RUNS})"
         )
-    gateway.run(login, ["scancel", "--user", login.username, "--state", "PENDING"])
+    # Its own jobs only: other work of the test user may be queued on the cluster.
+    gateway.run(login, ["scancel", *submitted])
 
 
-def _measure(account, transport, script: str) -> tuple[list[float], list[float]]:
+def _measure(
+    account, transport, script: str, submitted: list[str]
+) -> tuple[list[float], list[float]]:
     from jobs import tasks
     from jobs.models import Job
 
     bare, portal = [], []
     for _ in range(RUNS):
         start = time.perf_counter()
-        _bare_sbatch(transport, script)
+        out = _bare_sbatch(transport, script)
         bare.append(time.perf_counter() - start)
+        submitted.append(out.decode().strip().split(";")[0])
 
         job = Job.objects.create(owner=account.owner, account=account, name="bench", script=script)
         start = time.perf_counter()
@@ -76,6 +82,7 @@ def _measure(account, transport, script: str) -> tuple[list[float], list[float]]
         portal.append(time.perf_counter() - start)
         job.refresh_from_db()
         assert job.slurm_id, job.message
+        submitted.append(job.slurm_id)
     return bare, portal
 
 

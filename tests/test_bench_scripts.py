@@ -1,0 +1,121 @@
+# Every script under bench/ runs once with a tiny size, so that none can stop working unnoticed:
+# it must exit 0 and print the figures it is there to print. At these sizes the figures mean
+# nothing; the full-size runs (the defaults) are the measurements. bench/cluster_setup.py is run
+# by the cluster scripts, and bench/locustfile.py by bench/load.py.
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.processes import REPO, portal_env
+from tests.services import service_missing
+from tests.sshd import install_sshd
+
+NUMBER = r"-?\d+(?:\.\d+)?"
+
+
+def run_bench(tmp_path: Path, script: str, *args: str, timeout: float = 120) -> str:
+    # portal_env: a developer's DATABASE_URL or BENCH_DATABASE_URL must not reach the scripts.
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, f"bench/{script}", *args],
+        cwd=REPO,
+        env=portal_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    print(f"bench/{script} {' '.join(args)}: {time.monotonic() - start:.1f} s\n{result.stdout}")
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def lines_matching(pattern: str, output: str) -> list[str]:
+    return re.findall(rf"^{pattern}", output, re.MULTILINE)
+
+
+def test_compose_prints_percentiles_of_each_request(tmp_path: Path) -> None:
+    out = run_bench(tmp_path, "compose.py", "5")
+    for name in ("composer live update (htmx)", "composer full page", "advice live update (htmx)"):
+        figures = rf"n=5 +median +{NUMBER} ms +p95 +{NUMBER} ms +p99 +{NUMBER} ms"
+        assert lines_matching(rf"{re.escape(name)} +{figures}", out), name
+
+
+def test_sampler_cpu_prints_the_cpu_per_gpu_and_hour(tmp_path: Path) -> None:
+    out = run_bench(tmp_path, "sampler_cpu.py", "2", "0.2", "2")
+    [lines] = re.findall(r"(\d+) sample lines", out)
+    assert int(lines) > 0
+    assert re.search(rf"{NUMBER} ms of CPU per round of 2 GPUs", out)
+    assert len(re.findall(rf"{NUMBER} CPU s per GPU per hour", out)) == 2
+
+
+@pytest.mark.service
+def test_gateway_prints_medians_with_and_without_nodelay(tmp_path: Path) -> None:
+    reason = install_sshd()
+    if reason is not None:
+        service_missing(reason)
+    out = run_bench(tmp_path, "gateway.py", "3")
+    cell = rf"{NUMBER} \( *{NUMBER}\)"
+    for name in ("connect + key auth", "`true`, pooled", "10 kB SFTP write, pooled"):
+        assert lines_matching(rf"{re.escape(name)} +{cell} +{cell}$", out), name
+
+
+def test_poll_prints_one_cycle_per_size(tmp_path: Path, devcluster) -> None:
+    out = run_bench(tmp_path, "poll.py", "2", "5")
+    cycle = rf" *\d+ active jobs: one poll cycle +{NUMBER} ms, \d+ SSH commands"
+    assert len(lines_matching(cycle, out)) == 2
+
+
+def test_samples_prints_each_collection(tmp_path: Path, devcluster) -> None:
+    out = run_bench(tmp_path, "samples.py", "3")
+    collected = rf"[a-z0-9 ()]+? +{NUMBER} ms, 3 files, +{NUMBER} kB read, +(\d+) samples stored"
+    # New data, nothing new, new data on top of stored rows, nothing new: 3 files of 60 lines.
+    assert lines_matching(collected, out) == ["180", "0", "180", "0"]
+
+
+def test_submit_prints_both_medians_and_their_ratio(tmp_path: Path, devcluster) -> None:
+    out = run_bench(tmp_path, "submit.py", "2")
+    medians = rf"bare paramiko sbatch: median {NUMBER} ms; portal submission: median {NUMBER} ms"
+    for label in ("no GPUs", "a GPU job"):
+        assert lines_matching(rf"{label}: {medians}; ratio {NUMBER} \(n=2\)$", out), label
+
+
+def test_submit_walk_prints_the_modules_entered(tmp_path: Path, devcluster) -> None:
+    out = run_bench(tmp_path, "submit_walk.py")
+    assert lines_matching(r"jobs\.tasks -> .*jobs\.slurm\.sbatch", out)
+    assert lines_matching(r"\d+ module entries, \d+ modules$", out)
+
+
+@pytest.mark.service
+def test_load_prints_percentiles_and_queries_of_each_page(tmp_path: Path) -> None:
+    # load.py starts gunicorn and Celery itself, on PostgreSQL (through psql) and Redis.
+    postgres = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc", "select 1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if postgres.returncode != 0:
+        service_missing(f"PostgreSQL is not reachable with psql: {postgres.stderr.strip()}")
+    try:
+        redis.Redis.from_url("redis://127.0.0.1:6379/12", socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        service_missing(f"Redis is not reachable at 127.0.0.1:6379: {exc}")
+    # 14 s of Locust in all (with the logins and its margin): enough for every page to be asked
+    # for at least once, but for a chance of about 1 in 30,000.
+    out = run_bench(
+        tmp_path, "load.py", "--users", "3", "--seconds", "8", "--jobs", "20", "--active", "2",
+        timeout=300,
+    )  # fmt: skip
+    pages = ("job list", "job list, live rows", "job page", "job page, live status", "live advice")
+    for page in pages:
+        row = rf"{re.escape(page)} +\d+ +0 +{NUMBER} +\d+ +\d+ +\d+$"  # 0: no errors
+        assert lines_matching(row, out), page
+        assert lines_matching(rf"{re.escape(page)} +200 \d+ queries$", out), page
+    assert lines_matching(r"Aggregated +\d+ +0 ", out)
