@@ -66,12 +66,13 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         response = render(request, "jobs/job.html#status", ctx)
         # 286 swaps this last answer in and tells htmx to stop asking.
-        return response if not obj.is_final else _stop_polling(response)
+        return response if not obj.is_final else stop_polling(response)
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
     return render(request, "jobs/job.html", ctx | _gpu_context(obj) | {"monitored": monitored})
 
 
-def _stop_polling(response: HttpResponse) -> HttpResponse:
+def stop_polling(response: HttpResponse) -> HttpResponse:
+    """An htmx answer that is swapped in, and then tells htmx to stop asking (286)."""
     response.status_code = HttpResponseStopPolling.status_code
     return response
 
@@ -123,7 +124,7 @@ def job_gpus(request: HttpRequest, pk: int) -> HttpResponse:
     """The GPU fragment alone, for htmx to refresh while the job runs."""
     obj = _get_job_for_user(request, pk)
     response = render(request, "jobs/job_gpus.html", _gpu_context(obj))
-    return _stop_polling(response) if request.htmx and obj.is_final else response
+    return stop_polling(response) if request.htmx and obj.is_final else response
 
 
 def _gpu_context(obj: Job) -> dict:

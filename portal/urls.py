@@ -1,5 +1,7 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from jobs.cluster import admin_views
 from portal import token_views, views
@@ -11,6 +13,8 @@ admin.site.site_title = "GPU portal administration"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz/", views.healthz, name="healthz"),
+    # Browsers and feed readers ask for it without reading the page's <link rel="icon">.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("accounts/", include("django.contrib.auth.urls")),
     path("guidance/", include("guidance.urls")),
     path("jobs/", include("jobs.urls")),

@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import reverse
 
@@ -17,9 +18,9 @@ def operator(django_user_model: type[User]) -> User:
 
 
 def test_it_sends_anonymous_visitors_to_login(client: Client, db: None) -> None:
-    response = client.get("/")
+    response = client.get("/jobs/")
     assert response.status_code == 302
-    assert response["Location"] == f"{reverse('login')}?next=/"
+    assert response["Location"] == f"{reverse('login')}?next=/jobs/"
 
 
 def test_it_shows_the_login_error_and_keeps_the_username(client: Client, alice: User) -> None:
@@ -43,7 +44,7 @@ def test_a_user_logs_in_and_out(client: Client, alice: User) -> None:
     response = client.post(reverse("logout"))
     assert response.status_code == 302
     assert response["Location"] == reverse("login")
-    assert client.get(reverse("home")).status_code == 302
+    assert "alice" not in client.get(reverse("home")).text
 
 
 def test_logout_rejects_get(client: Client, alice: User) -> None:
@@ -78,3 +79,12 @@ def test_healthz_says_ok_without_login(client: Client) -> None:
     assert response.status_code == 200
     assert response.content == b"ok"
     assert response["Content-Type"].startswith("text/plain")
+
+
+def test_the_pages_name_an_icon_that_is_served(client: Client, alice: User) -> None:
+    html = client.get(reverse("login")).content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in html
+    assert finders.find("favicon.svg")
+    # Asked for by its old name, it is found too.
+    answer = client.get("/favicon.ico")
+    assert answer.status_code == 301 and answer["Location"] == "/static/favicon.svg"
