@@ -81,9 +81,9 @@ api = NinjaAPI(
     auth=BearerToken(),
     # Ninja answers 429 with Retry-After (whole seconds) once a token is over its rate.
     throttle=PerToken(),
-    # Swagger UI would load from a CDN (or needs "ninja" in INSTALLED_APPS to be served here);
-    # the portal and its users may have no internet access. The schema is what clients need.
-    docs_url=None,
+    # Swagger UI, from the portal's own static files ("ninja" in INSTALLED_APPS): no CDN, since
+    # the portal and its users may have no internet access.
+    docs_url="/docs",
 )
 
 

@@ -96,3 +96,9 @@ def test_the_dgx_cluster_is_advice_only(user_client, seeded):
 
 def test_an_unknown_cluster_is_404(user_client, seeded):
     assert _advice(user_client, "nosuch").status_code == 404
+
+
+def test_data_held_in_memory_says_where_it_is_loaded_from(user_client, seeded):
+    page = _advice(user_client, dataset_gb="5").content.decode()
+    assert "<strong>In memory</strong>, loaded from Node-local job directory" in page
+    assert "In memory</strong>: " not in page  # as if memory were that disk

@@ -1,8 +1,10 @@
 """The JSON API (/api/v1/): the recommendation, the clusters, bad input and the OpenAPI schema."""
 
+import re
 from typing import Any
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.test import Client
 
 from guidance import engine
@@ -286,8 +288,14 @@ def test_the_schema_is_served_without_a_token(client, db):
 
 
 def test_the_interactive_docs_need_no_internet(client, db):
-    # Swagger UI would come from a CDN: the view is off, so no page half-loads.
-    assert client.get("/api/v1/docs").status_code == 404
+    # Swagger UI comes from the portal's own static files, not a CDN the users may not reach.
+    page = client.get("/api/v1/docs")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for script in re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', html):
+        assert script.startswith("/static/"), script
+        assert finders.find(script.removeprefix("/static/")), f"{script} is not served"
+    assert "swagger-ui-bundle.js" in html and "/api/v1/openapi.json" in html
 
 
 def test_the_recommendation_matches_its_schema(client, seeded, secret):

@@ -1,5 +1,8 @@
 """The composer page: live advice and script, download, save, templates and who sees what."""
 
+import html
+import re
+
 import pytest
 from django.test import Client
 
@@ -74,7 +77,12 @@ def test_an_edited_script_is_what_is_downloaded_and_saved(user_client, user, see
     edited = "#!/bin/bash\n#SBATCH --time=1:00:00\necho mine\n"
     response = user_client.post("/jobs/new/", GOOD | {"download": "1", "script_text": edited})
     assert response.content.decode() == edited
-    response = user_client.post("/jobs/new/", GOOD | {"save": "1", "script_text": edited})
+    # The checker finds things in it (no GPU, no account) that the written script had: kept.
+    flagged = user_client.post("/jobs/new/", GOOD | {"save": "1", "script_text": edited})
+    keep = re.search(r'name="keep_edit" value="(\w+)"', flagged.content.decode())[1]
+    response = user_client.post(
+        "/jobs/new/", GOOD | {"save": "1", "script_text": edited, "keep_edit": keep}
+    )
     saved = Composition.objects.get(owner=user)
     assert saved.script == edited and saved.edited
     assert "edited by hand" in user_client.get(response["Location"]).content.decode()
@@ -162,3 +170,49 @@ def test_htmx_updates_the_warnings_beside_the_fields_out_of_band(user_client, se
     assert '<ul class="field-warnings" id="warnings-gpu_count" hx-swap-oob="true">' in page
     quiet = user_client.get("/jobs/new/", GOOD, headers=headers).content.decode()
     assert '<ul class="field-warnings" id="warnings-gpu_count" hx-swap-oob="true"></ul>' in quiet
+
+
+def test_save_as_starts_with_the_job_name(user_client, seeded):
+    page = user_client.get("/jobs/new/").content.decode()
+    assert 'name="composition_name" value="train"' in page
+
+
+def _script_on_the_page(client) -> str:
+    page = client.get("/jobs/new/", GOOD).content.decode()
+    return html.unescape(
+        re.search(r'<textarea id="script-text"[^>]*>(.*?)</textarea>', page, re.S)[1]
+    )
+
+
+def test_a_hand_edit_is_checked_before_it_is_saved(user_client, user, seeded):
+    written = _script_on_the_page(user_client)
+    edited = re.sub(r"#SBATCH --time=\S+", "#SBATCH --time=90-02:00:00", written)
+    assert edited != written
+    form = GOOD | {"save": "1", "script_text": edited}
+
+    # As a browser sends it, with CRLF line breaks: they are not the edit's finding.
+    first = user_client.post("/jobs/new/", form | {"script_text": edited.replace("\n", "\r\n")})
+    assert first.status_code == 200 and not user.compositions.exists()
+    page = first.content.decode()
+    findings = page.split('id="edit-findings"', 1)[1].split("</div>", 1)[0]
+    assert "the script checker finds this in your edit" in page
+    assert re.findall(r'data-code="(\w+)"', findings) == ["over_max_duration"]
+    assert "over Narval&#x27;s maximum job duration of 7 days" in findings
+    assert "90-02:00:00" in page  # the edit is kept in the editor, not lost
+    keep = re.search(r'name="keep_edit" value="([0-9a-f]{32})"', page)[1]
+
+    # Changed again, it is checked again; sent again as it was, it is saved as it is.
+    other = edited.replace("90-02:00:00", "80-00:00:00")
+    assert (
+        user_client.post("/jobs/new/", form | {"script_text": other, "keep_edit": keep}).status_code
+        == 200
+    )
+    saved = user_client.post("/jobs/new/", form | {"keep_edit": keep})
+    assert saved.status_code == 302
+    assert user.compositions.get().script == edited
+
+
+def test_a_hand_edit_the_checker_finds_nothing_in_is_saved_at_once(user_client, user, seeded):
+    edited = _script_on_the_page(user_client).replace("\n", "\n# my note\n", 1)
+    saved = user_client.post("/jobs/new/", GOOD | {"save": "1", "script_text": edited})
+    assert saved.status_code == 302 and "# my note" in user.compositions.get().script

@@ -139,3 +139,17 @@ def test_bad_values_are_errors_on_their_field(fields, field, words):
 def test_the_engine_imports_no_django():
     code = "import sys, guidance.engine; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_dataloader_workers_are_counted_per_process():
+    # torchrun starts one process per GPU: 4 GPUs with 48 CPUs give 12 workers each, not 48.
+    ddp = advise("narval", gpu_count=4, multi_gpu=True, command="torchrun --nproc-per-node=4 t.py")
+    assert (
+        "num_workers=12 in each of the 4 processes per node (48 CPUs)"
+        in note(ddp.tips, "dataloader").message
+    )
+    # srun starts a task per GPU, each with its own 12 CPUs.
+    tasks = advise("narval", gpu_count=4, multi_gpu=True, command="srun python t.py")
+    assert "num_workers=12 (the CPUs of each process)" in note(tasks.tips, "dataloader").message
+    one = advise("narval", gpu_count=1)
+    assert "num_workers=12 (the CPUs of each process)" in note(one.tips, "dataloader").message

@@ -59,9 +59,21 @@ def _gpu_count(spec: JobSpec, notes) -> None:
         )
 
 
+def _loader_workers(spec: JobSpec, resources: Resources | None) -> str:
+    """DataLoader workers per training process: a task's CPUs, shared by the processes it starts
+    (a launcher such as torchrun starts one per GPU of its node)."""
+    if resources is None:
+        return "num_workers=the CPUs you ask for"
+    cpus = resources.cpus_per_task.value
+    gpus = resources.gpus_per_node.value
+    one_per_task = resources.tasks_per_node.value > 1  # srun python, mpirun: a task per GPU
+    if one_per_task or not spec.multi_gpu or gpus < 2:
+        return f"num_workers={cpus} (the CPUs of each process)"
+    return f"num_workers={cpus // gpus} in each of the {gpus} processes per node ({cpus} CPUs)"
+
+
 def _utilization(spec: JobSpec, cluster: Cluster, resources: Resources | None, notes) -> None:
     target = cluster.policy.utilization_target_percent
-    workers = resources.cpus_per_task.value if resources else "the CPUs you ask for"
     notes.tip(
         "utilization_target",
         f"Aim for more than {target}% GPU compute utilization (not memory): the busier the GPU, "
@@ -70,7 +82,7 @@ def _utilization(spec: JobSpec, cluster: Cluster, resources: Resources | None, n
     )
     notes.tip(
         "dataloader",
-        f"DataLoader: num_workers={workers} (the CPUs you ask for), pin_memory=True, "
+        f"DataLoader: {_loader_workers(spec, resources)}, pin_memory=True, "
         "persistent_workers=True, prefetch_factor=4, and the largest batch_size that fits.",
         sources.DATALOADER,
     )

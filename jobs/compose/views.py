@@ -4,21 +4,21 @@ cluster, while the user waits; and "Check my script" for a pasted one."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.engine import data_path
 from guidance.models import Cluster
-from jobs import tasks
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
-from jobs.compose import path_check
+from jobs.compose import edit_check, path_check, sending
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose as compose_script
 from jobs.compose.slurm_check import validate
-from jobs.models import ClusterAccount, Composition, Job, SiteTemplate, no_login
+from jobs.models import ClusterAccount, Composition, SiteTemplate, no_login
 
 SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
 
@@ -66,12 +66,17 @@ def compose(request: HttpRequest) -> HttpResponse:
     # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
     checked_path = _path_check(request) if "check_path" in request.POST else None
 
+    edit_findings = ()
     if request.method == "POST" and composed and composed.script:
         text = script_text or composed.script
         if "download" in data:
             return _download(form.cleaned_data["job_name"], text)
         if {"save", "submit"} & set(data):
-            return _save(request, form, composed, text)
+            if _edited(text, composed.script) and data.get("keep_edit") != edit_check.kept(text):
+                cluster = form.cleaned_data["cluster"]
+                edit_findings = edit_check.new_findings(text, composed.script, cluster)
+            if not edit_findings:  # shown first; sent again, the edit is kept as it is
+                return _save(request, form, composed, text)
         if "validate" in data:
             checked = validate(request.user, form.cleaned_data["cluster"], text)
             if request.htmx:
@@ -86,10 +91,13 @@ def compose(request: HttpRequest) -> HttpResponse:
         "rec": composed.recommendation if composed else None,
         "script_text": script_text,
         "validation": checked,
+        "edit_findings": edit_findings,
+        "keep_edit": edit_check.kept(script_text) if edit_findings else "",
         "path_check": checked_path,
         "edited": bool(script_text and composed and _edited(script_text, composed.script)),
         "site_templates": SiteTemplate.objects.filter(published=True).prefetch_related("clusters"),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
+        "submission_key": sending.new_key(),
     }
     template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
     return render(request, template, ctx, status=200)
@@ -97,6 +105,14 @@ def compose(request: HttpRequest) -> HttpResponse:
 
 def _save(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
     """Keeps the composition; "Save and submit" then queues it for the cluster."""
+    data = form.data
+    if "submit" in data and (sent := sending.already_sent(request)):
+        return sent  # not a second composition either
+    with transaction.atomic():  # a click that loses the race to another leaves nothing
+        return _save_composition(request, form, composed, text)
+
+
+def _save_composition(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
     data = form.data
     composition = Composition.objects.create(
         owner=request.user,
@@ -118,16 +134,7 @@ def start_submission(request: HttpRequest, composition: Composition, cluster) ->
         to = f"first; your composition “{composition.name}” is saved"
         messages.error(request, no_login(cluster, to))
         return redirect("jobs:accounts")
-    job = Job.objects.create(
-        owner=request.user,
-        account=account,
-        composition=composition,
-        name=composition.fields.get("job_name") or "job",
-        script=composition.script,
-    )
-    job.events.create(state=job.state, detail="Queued for submission.")
-    tasks.queue_submission(job)
-    return redirect(job)
+    return sending.send(request, composition, account)
 
 
 def _storable(form: ComposeForm) -> dict:
@@ -148,7 +155,8 @@ def composition(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_composition_for_user(request, pk)
     if "download" in request.GET:
         return _download(obj.fields.get("job_name") or "job", obj.script)
-    return render(request, "jobs/composition.html", {"composition": obj})
+    ctx = {"composition": obj, "submission_key": sending.new_key()}
+    return render(request, "jobs/composition.html", ctx)
 
 
 @login_required
@@ -167,7 +175,8 @@ def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, "This composition names no cluster the portal knows.")
             return redirect(obj)
         checked = validate(request.user, cluster, obj.script)
-        return render(request, "jobs/composition.html", {"composition": obj, "validation": checked})
+        ctx = {"composition": obj, "validation": checked, "submission_key": sending.new_key()}
+        return render(request, "jobs/composition.html", ctx)
     if "delete" in request.POST:
         obj.delete()
         messages.success(request, f"Deleted “{obj.name}”.")
