@@ -30,7 +30,7 @@ from guidance.engine.archives import ARCHIVE_FORMATS, ARCHIVE_SUFFIXES, ArchiveF
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.script_markers import STOP_MARK, STOP_STATUS
-from tests.matrix_probe import digest
+from tests.matrix_probe import MODEL_BYTES, digest
 from tests.services import service_missing
 
 # The module's fixtures render in their own rolled-back transaction; the mark makes pytest-django
@@ -134,7 +134,7 @@ CASES = [
         for ending in ("fail", "timeout", "cancel")
     ),
     # Cancelled, its node-local copies go on both nodes although no new step may start.
-    Case("processing", "large-folder", nodes=2, ending="cancel"),
+    *(Case(site, "large-folder", nodes=2, ending="cancel") for site in ("narval", "processing")),
     # Two nodes as multi-node users write them: their own srun, and data read in place (every
     # 2-node case also meets across the nodes, and writes the same names on each).
     *(Case(site, nodes=2, launch=launch) for site in PROFILES for launch in ("srun", "hidden")),
@@ -447,6 +447,8 @@ def _check_every_node(ran: Ran, probes: list[dict]) -> None:
         }
     assert (ran.results / "node.txt").read_text() == first
     assert (ran.results / "node-1" / "node.txt").read_text() == second
+    if ran.case.ending == "cancel":  # copied whole although a signal came in the middle
+        assert (ran.results / "node-1" / "model.bin").stat().st_size == MODEL_BYTES
     checkpoints = {path.name for path in (ran.results / "checkpoints").glob("node-*.txt")}
     assert checkpoints == {f"node-{first}.txt", f"node-{second}.txt"}
 

@@ -296,7 +296,10 @@ def _node_keepers(spec: ScriptSpec) -> list[str]:
             "    local rank=$((SLURM_NODEID + 1))",
             '    if [ -n "$(ls -A "$RESULTS_DIR" 2>/dev/null)" ]; then',
             '        mkdir -p "$RESULTS_DEST/node-$rank"',
-            '        rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST/node-$rank"/',
+            "        # rsync handles SIGINT itself: the second signal may stop it midway. Once",
+            "        # more then, for what is left.",
+            '        rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST/node-$rank"/ ||',
+            '            rsync -a --update "$RESULTS_DIR"/ "$RESULTS_DEST/node-$rank"/',
             "    fi",
         ]
     if spec.cleanup:
@@ -314,7 +317,8 @@ def _node_keepers(spec: ScriptSpec) -> list[str]:
         "keep_node() {",
         "    # On its way out it stops its sleep too: Slurm ends the step when no process is left.",
         "    trap 'kill $! 2>/dev/null; save_node' EXIT",
-        "    trap 'exit 0' INT TERM",
+        "    # The first of the two signals closes the door on the second at once.",
+        "    trap 'trap \"\" INT TERM; exit 0' INT TERM",
         "    while :; do sleep 3600 & wait $!; done",
         "}",
         "export -f save_node keep_node",
