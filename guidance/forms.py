@@ -14,12 +14,15 @@ class ClusterChoiceField(forms.ModelChoiceField):
     def __init__(self, **kwargs):
         queryset = models.Cluster.objects.order_by("name")
         super().__init__(queryset, to_field_name="slug", empty_label=None, **kwargs)
+        self.loaded: models.Cluster | None = None  # the form's, once it has read it
 
     def to_python(self, value) -> models.Cluster | None:
         if value in self.empty_values:
             return None
         if isinstance(value, models.Cluster):
             value = value.slug
+        if self.loaded is not None and self.loaded.slug == str(value):
+            return self.loaded
         cluster = published.cluster_with_facts(str(value))
         if cluster is None:
             raise forms.ValidationError(
@@ -28,6 +31,19 @@ class ClusterChoiceField(forms.ModelChoiceField):
                 params={"value": value},
             )
         return cluster
+
+
+RECOMMEND = "Recommend for me"
+
+
+class NameChoiceField(forms.ChoiceField):
+    """A choice of names as Slurm knows them, found whatever their case (A100 is a100), as the
+    engine and the API find them."""
+
+    def to_python(self, value) -> str:
+        value = super().to_python(value).strip()
+        folded = value.casefold()
+        return next((str(k) for k, _ in self.choices if str(k).casefold() == folded), value)
 
 
 def _number(label: str, example: str, **kw) -> dict:
@@ -49,12 +65,7 @@ class AdviceForm(forms.Form):
         required=False,
         choices=[("", "Not sure"), *((k.value, k.label) for k in PERSISTENT_KINDS)],
     )
-    gpu_type = forms.CharField(
-        label="GPU type",
-        required=False,
-        help_text="Leave empty for a recommendation.",
-        widget=forms.TextInput(attrs={"list": "gpu-types"}),
-    )
+    gpu_type = NameChoiceField(label="GPU type", required=False)
     gpu_count = forms.IntegerField(**_number("GPUs", "1", initial=1))
     gpu_mem_gb = forms.FloatField(
         **_number("GPU memory needed (GB)", "20", required=False, help_text="Per GPU, if known.")
@@ -70,10 +81,43 @@ class AdviceForm(forms.Form):
     )
     similar_runs = forms.IntegerField(**_number("Similar runs", "1", initial=1))
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, cluster: models.Cluster | None = None, **kwargs):
         # Labels read as questions and checkbox sentences: no colons after them.
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+        self.offer_choices(cluster or self._chosen_cluster())
+
+    def _chosen_cluster(self) -> models.Cluster | None:
+        """The cluster the form names, for the lists of its GPU types and node types."""
+        if "cluster" not in self.fields:
+            return None
+        slug = self.data.get("cluster") if self.is_bound else self.initial.get("cluster")
+        if not slug:
+            slug = self.fields["cluster"].queryset.values_list("slug", flat=True).first()
+        cluster = published.cluster_with_facts(str(slug)) if slug else None
+        self.fields["cluster"].loaded = cluster
+        return cluster
+
+    def offer_choices(self, cluster: models.Cluster | None) -> None:
+        """GPU types from the cluster's published ones; with no cluster known, the value sent is
+        taken as it is and the cluster's own error speaks."""
+        field = self.fields["gpu_type"]
+        if cluster is None:
+            sent = (self.data.get("gpu_type") or "") if self.is_bound else ""
+            field.choices = [("", RECOMMEND), *([(sent, sent)] if sent else [])]
+            return
+        types = cluster.gpu_types.all()
+        field.choices = [
+            ("", RECOMMEND),
+            *(
+                (g.name, f"{g.name} ({g.memory_gb:g} GB{f', {g.model}' if g.model else ''})")
+                for g in types
+            ),
+        ]
+        field.error_messages["invalid_choice"] = (
+            f"{cluster.name} has no GPU type “%(value)s”: choose one of "
+            f"{', '.join(g.name for g in types)}, or {RECOMMEND.lower()}."
+        )
 
     def job_spec(self) -> JobSpec:
         data = self.cleaned_data

@@ -51,7 +51,7 @@ def cluster(request: HttpRequest, slug: str) -> HttpResponse:
 @require_safe
 def advice(request: HttpRequest, slug: str) -> HttpResponse:
     obj = _get_cluster(slug)
-    form = AdviceForm(request.GET or None)
+    form = AdviceForm(request.GET or None, cluster=obj)
     recommendation = None
     if form.is_valid():
         recommendation = engine.recommend(form.job_spec(), cluster_facts(obj))

@@ -211,7 +211,9 @@ def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
     # composer's form validates the rest and writes the script from that plan.
     rec = plan_job(job)  # unknown cluster and the engine's objections, named by field
     form = ComposeForm(job.form_data())
-    composed = compose(form, rec)
+    # Values set by hand are read by the form (time and memory as Slurm writes them), which
+    # plans the job again with them.
+    composed = compose(form, None if job.sets_by_hand else rec)
     if composed is None:
         raise InvalidInput(
             [

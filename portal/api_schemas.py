@@ -305,6 +305,19 @@ class ScriptIn(JobIn):
         + ". When left out, told from the command.",
     )
     mail_user: str = Field("", max_length=254, description="E-mail on end or failure.")
+    # Set by hand instead of the recommendation, as in the composer.
+    partition: str = Field(
+        "", max_length=50, description="A node type of the cluster; empty: recommend one."
+    )
+    time_limit: str = Field(
+        "", max_length=20, description="Each job's, as Slurm writes it (12:00:00, 1-12:00:00)."
+    )
+    memory: str = Field("", max_length=20, description="Per node, e.g. 64G or 64000M.")
+    cpus_per_task: int | None = Field(None, description="Null: recommended.")
+
+    @property
+    def sets_by_hand(self) -> bool:
+        return bool(self.partition or self.time_limit or self.memory or self.cpus_per_task)
 
     def job_spec(self) -> engine.JobSpec:
         return replace(

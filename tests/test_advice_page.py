@@ -66,7 +66,7 @@ def test_a_chain_shows_its_array(user_client, seeded):
     [
         ({"dataset_gb": "-5"}, "The dataset size cannot be negative."),
         ({"hours": "0"}, "The duration must be more than zero hours."),
-        ({"gpu_type": "h100"}, "Narval has no GPU type &#x27;h100&#x27;. It offers: a100."),
+        ({"gpu_type": "h100"}, "Narval has no GPU type “h100”: choose one of a100, or recommend"),
         ({"dataset_gb": "lots"}, "Enter a number, e.g. 50."),
         ({"hours": "200"}, "over Narval&#x27;s maximum job duration of 7 days"),
         ({"gpu_mem_gb": "80"}, "No GPU on Narval has 80 GB of memory"),
@@ -81,7 +81,19 @@ def test_bad_values_get_a_clear_message_and_keep_what_was_typed(
     assert message in page
     assert "data-placement" not in page  # no advice on a job that cannot run
     for name, value in changes.items():
-        assert f'name="{name}" value="{value}"' in page
+        if name != "gpu_type":  # a list: a value not in it was never typed (see below)
+            assert f'name="{name}" value="{value}"' in page
+
+
+def test_the_gpu_type_is_chosen_from_the_clusters_own(user_client, seeded):
+    page = _advice(user_client, "cedar").content.decode()
+    assert '<select name="gpu_type"' in page
+    assert '<option value="" selected>Recommend for me</option>' in page
+    assert '<option value="v100l">v100l (32 GB' in page
+    assert 'value="a100"' not in page  # Narval's, not Cedar's
+    page = _advice(user_client, "cedar", gpu_type="v100l").content.decode()
+    assert '<option value="v100l" selected>' in page
+    assert "You asked for v100l" in page
 
 
 def test_bad_values_over_htmx_also_get_the_message(user_client, seeded):

@@ -165,3 +165,19 @@ def test_it_tells_how_the_command_starts_and_takes_the_users_word_for_it(client,
     wrong = _post(client, headers, launch="everywhere", **two_nodes)
     assert wrong.status_code == 422
     assert wrong.json()["detail"][0]["field"] == "launch"
+
+
+def test_values_set_by_hand_are_taken_as_the_composer_takes_them(client, seeded, headers):
+    body = _post(client, headers, memory="200G", cpus_per_task=8, gpu_type="A100").json()
+    assert "#SBATCH --mem=204800M" in body["script"]
+    assert "#SBATCH --cpus-per-task=8" in body["script"]
+    warnings = {w["code"] for w in body["recommendation"]["warnings"]}
+    assert "memory_over_guidance" in warnings
+
+
+def test_a_time_over_the_maximum_is_refused_naming_the_field(client, seeded, headers):
+    answer = _post(client, headers, time_limit="8-00:00:00")
+    assert answer.status_code == 422
+    [error] = answer.json()["detail"]
+    assert error["field"] == "time_limit"
+    assert "may run 7 days at most" in error["message"]

@@ -216,3 +216,53 @@ def test_a_hand_edit_the_checker_finds_nothing_in_is_saved_at_once(user_client, 
     edited = _script_on_the_page(user_client).replace("\n", "\n# my note\n", 1)
     saved = user_client.post("/jobs/new/", GOOD | {"save": "1", "script_text": edited})
     assert saved.status_code == 302 and "# my note" in user.compositions.get().script
+
+
+# --- Set by hand: node type, time, memory, CPUs ------------------------------------------
+
+
+def test_values_set_by_hand_reach_the_script_and_the_salloc_line(user_client, seeded):
+    page = user_client.get(
+        "/jobs/new/", GOOD | {"memory": "200G", "cpus_per_task": "8", "time_limit": "20:00:00"}
+    ).content.decode()
+    assert "#SBATCH --mem=204800M" in page
+    assert "#SBATCH --cpus-per-task=8" in page
+    assert "#SBATCH --time=0-20:00:00" in page
+    salloc = html.unescape(re.search(r'<pre class="salloc"><code>(.*?)</code>', page)[1])
+    assert "--mem=204800M" in salloc and "--cpus-per-task=8" in salloc
+    assert "--time=1:00:00" in salloc  # an hour at most interactively, as before
+    # Against guidance: taken, with the rule quoted beside the field.
+    assert "Narval asks for 124500M per GPU" in page
+    assert page.count('class="set-by-hand"') == 3
+
+
+def test_a_time_over_the_maximum_is_refused_beside_the_field(user_client, seeded):
+    page = user_client.get("/jobs/new/", GOOD | {"time_limit": "8-00:00:00"}).content.decode()
+    assert "a100 jobs on Narval may run 7 days at most" in page
+    assert 'name="time_limit" value="8-00:00:00"' in page  # kept as typed
+    assert "#SBATCH" not in page
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("time_limit", "soon", "“soon” is not a time limit Slurm takes"),
+        ("time_limit", "UNLIMITED", "is not a time limit Slurm takes"),
+        ("memory", "lots", "“lots” is not an amount of memory: write e.g. 64G"),
+        ("cpus_per_task", "0", "Ensure this value is greater than or equal to 1."),
+        ("partition", "h100", "Narval has no node type “h100”"),
+        ("gpu_type", "h100", "Narval has no GPU type “h100”"),
+    ],
+)
+def test_values_set_by_hand_that_make_no_sense_are_named(
+    user_client, seeded, field, value, message
+):
+    page = user_client.get("/jobs/new/", GOOD | {field: value}).content.decode()
+    assert message in page
+
+
+def test_the_lists_follow_the_cluster(user_client, seeded):
+    page = user_client.get("/jobs/new/", GOOD | {"cluster": "processing"}).content.decode()
+    assert '<option value="a6000">a6000: 8 a6000 GPUs per node, up to 7 days</option>' in page
+    assert '<option value="rtx">rtx (' in page
+    assert 'value="v100l"' not in page

@@ -36,7 +36,7 @@ def test_the_archive_label_names_every_archive():
     assert _suffixes_named(DataKind.ARCHIVE.label) == set(ARCHIVE_SUFFIXES)
 
 
-def test_the_composers_help_and_choices_name_every_archive():
+def test_the_composers_help_and_choices_name_every_archive(db):
     form = ComposeForm()
     assert _suffixes_named(form.fields["data_path"].help_text) == set(ARCHIVE_SUFFIXES)
     archive_choice = dict(form.fields["data_kind"].choices)[DataKind.ARCHIVE.value]

@@ -61,19 +61,79 @@ def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> Partition
     preferences = _preferences(spec)
     viable.sort(key=lambda pg: (*(p.score(*pg) for p in preferences), pg[0].name))
     best, best_gpu = viable[0]
+    reason, source = _why_chosen(spec, cluster, best, best_gpu)
+    if spec.overrides.partition:
+        return _chosen_by_hand(spec, cluster, (best, best_gpu, reason), rejected, notes)
     for partition, gpu in viable[1:]:
         loser = next(
             (p for p in preferences if p.score(partition, gpu) > p.score(best, best_gpu)), None
         )
         if loser is None:
-            why, source = f"as good a fit; {best.name} comes first by name", partition.source
+            why, source_ = f"as good a fit; {best.name} comes first by name", partition.source
         else:
-            why, source = loser.why_not(partition, gpu), loser.source(partition, gpu)
-        rejected.append(RejectedPartition(partition, why, source))
+            why, source_ = loser.why_not(partition, gpu), loser.source(partition, gpu)
+        rejected.append(RejectedPartition(partition, why, source_))
 
-    reason, source = _why_chosen(spec, cluster, best, best_gpu)
     _warn_about_full_utilization(spec, best_gpu, cluster, notes)
     return PartitionChoice(best, best_gpu, reason, source, tuple(rejected))
+
+
+def _chosen_by_hand(
+    spec: JobSpec,
+    cluster: Cluster,
+    recommended: tuple[Partition, GpuType, str],
+    rejected: list[RejectedPartition],
+    notes: Notes,
+) -> PartitionChoice | None:
+    """The node type the user named: refused where it cannot run the job (a limit), taken with
+    a warning where the cluster keeps it for other work (guidance)."""
+    wanted = (spec.overrides.partition or "").casefold()
+    named = next(
+        (
+            p
+            for p in cluster.partitions
+            if wanted in (p.name.casefold(), p.slurm_partition.casefold())
+        ),
+        None,
+    )
+    gpu = cluster.gpu_type(named.gpu_type) if named else None
+    if named is None or gpu is None:
+        names = ", ".join(p.name for p in cluster.partitions)
+        notes.error(
+            "unknown_partition",
+            f"{cluster.name} has no node type {spec.overrides.partition}: choose one of {names}.",
+            field="partition",
+        )
+        return None
+    refusal = next((r for r in rejected if r.partition is named), None)
+    if refusal is not None:
+        notes.error(
+            "partition_cannot_run",
+            f"{named.name} cannot run this job: {refusal.why}.",
+            refusal.source,
+            "partition",
+        )
+        return None
+    best, _, why_best = recommended
+    if named is best:
+        return PartitionChoice(named, gpu, f"You chose {named.name}. {why_best}", named.source, ())
+    reserved = _reserved_for_other_work(spec)
+    if reserved.score(named, gpu):
+        notes.warn(
+            "partition_set_aside",
+            f"{cluster.name} sets {named.name} aside for {_purposes(named)}, not {spec.workload} "
+            f"work: the portal recommends {best.name}.",
+            named.source,
+            "partition",
+        )
+    _warn_about_full_utilization(spec, gpu, cluster, notes)
+    return PartitionChoice(
+        named,
+        gpu,
+        f"You chose {named.name}.",
+        named.source,
+        (RejectedPartition(best, f"the portal's choice: {why_best}", best.source),),
+    )
 
 
 def _cannot_run(spec: JobSpec, partition: Partition, gpu: GpuType) -> str:

@@ -3,6 +3,7 @@
 from guidance.engine.advice import advise
 from guidance.engine.launch import plan_launch
 from guidance.engine.notes import Notes
+from guidance.engine.overrides import apply_overrides
 from guidance.engine.placement import choose_partition, gpus_per_node
 from guidance.engine.resources import base_memory_mb, plan_chain, size_resources
 from guidance.engine.storage import plan_storage
@@ -32,6 +33,9 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
     chain = plan_chain(spec, cluster, partition, notes)
     launch = plan_launch(spec, notes)
     resources = size_resources(spec, cluster, partition, storage, chain, launch)
+    resources = apply_overrides(spec, cluster, partition, resources, chain, notes)
+    if notes.errors:
+        return _result(spec, cluster, notes, guidance_only=guidance_only, choice=choice)
     advise(spec, cluster, resources, notes)
     return _result(
         spec,

@@ -207,6 +207,16 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class Overrides:
+    """What the user sets by hand instead of the recommendation; None: recommend it."""
+
+    partition: str | None = None  # a node type's name, or its Slurm partition
+    minutes: int | None = None  # the time limit of each job
+    memory_mb: int | None = None
+    cpus_per_task: int | None = None
+
+
+@dataclass(frozen=True)
 class JobSpec:
     workload: Workload
     dataset_gb: float
@@ -227,6 +237,7 @@ class JobSpec:
     builds_environment: bool = False
     command: str = ""  # as the user wrote it: it tells how the program starts (launch.py)
     launch: Launch | None = None  # None: told from the command
+    overrides: Overrides = Overrides()
 
 
 # --- What the engine says back -----------------------------------------------------------
@@ -296,6 +307,7 @@ class Amount:
     value: int
     reason: str
     source: Source | None = None
+    recommended: int | None = None  # set by hand: what the engine would have asked for
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,14 @@ from dataclasses import replace
 from django import forms
 from django.core.validators import RegexValidator
 
-from guidance.engine import DataKind, JobSpec, Launch
+from guidance.engine import DataKind, JobSpec, Launch, Overrides
+from guidance.engine.notes import describe_hours
 from guidance.engine.shell import MODULE_NAME, variable_of
-from guidance.forms import AdviceForm, ClusterChoiceField
+from guidance.engine.slurm_time import parse_seconds
+from guidance.forms import RECOMMEND, AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
 from jobs.compose import script, script_spec
+from jobs.slurm.values import SlurmParseError, parse_memory_mb
 
 NAME_RULE = (
     "Use letters, digits, '.', '_', '+' or '-' (no spaces), starting with a letter or digit."
@@ -88,14 +91,86 @@ class ComposeForm(AdviceForm):
     mail_user = forms.EmailField(
         label="E-mail me when it ends or fails", required=False, max_length=254
     )
+    # Set by hand instead of the recommendation (the engine checks them: guidance.engine.overrides).
+    partition = NameChoiceField(label="Node type (partition)", required=False)
+    time_limit = forms.CharField(
+        label="Time limit of each job",
+        required=False,
+        max_length=20,
+        help_text="As Slurm writes it: 12:00:00, 1-12:00:00 or minutes. Empty: recommended.",
+    )
+    memory = forms.CharField(
+        label="Memory per node",
+        required=False,
+        max_length=20,
+        help_text="E.g. 64G or 64000M. Empty: recommended.",
+    )
+    cpus_per_task = forms.IntegerField(
+        label="CPUs per task",
+        required=False,
+        min_value=1,
+        max_value=100_000,
+        help_text="Empty: recommended.",
+        error_messages={"invalid": "Enter a whole number of CPUs, e.g. 6."},
+    )
 
     field_order = [
         "cluster", "job_name", "account", "workload", "dataset_gb", "file_count",
         "data_location", "data_path", "data_kind", "gpu_type", "gpu_count", "gpu_mem_gb", "hours",
         "checkpointing", "multi_gpu", "nodes", "expects_full_utilization", "similar_runs",
         "modules", "environment", "environment_path", "command", "launch", "results_dir",
-        "mail_user",
+        "mail_user", "partition", "time_limit", "memory", "cpus_per_task",
     ]  # fmt: skip
+
+    def offer_choices(self, cluster: Cluster | None) -> None:
+        super().offer_choices(cluster)
+        field = self.fields["partition"]
+        if cluster is None:
+            sent = (self.data.get("partition") or "") if self.is_bound else ""
+            field.choices = [("", RECOMMEND), *([(sent, sent)] if sent else [])]
+            return
+        partitions = cluster.partitions.all()
+        field.choices = [
+            ("", RECOMMEND),
+            *(
+                (p.name, f"{p.name}: {p.gpus_per_node} {p.gpu_type.name} GPUs per node, up "
+                 f"to {describe_hours(p.max_hours)}")
+                for p in partitions
+            ),
+        ]  # fmt: skip
+        field.error_messages["invalid_choice"] = (
+            f"{cluster.name} has no node type “%(value)s”: choose one of "
+            f"{', '.join(p.name for p in partitions)}, or {RECOMMEND.lower()}."
+        )
+
+    def clean_time_limit(self) -> int | None:
+        text = self.cleaned_data["time_limit"].strip()
+        if not text:
+            return None
+        try:
+            seconds = parse_seconds(text)
+        except ValueError:
+            seconds = None
+        if seconds is None or seconds == float("inf") or seconds <= 0:
+            raise forms.ValidationError(
+                f"“{text}” is not a time limit Slurm takes: write e.g. 12:00:00 (12 hours), "
+                "1-12:00:00 (a day and a half) or 90 (minutes)."
+            )
+        return -(-int(seconds) // 60)  # whole minutes, rounded up
+
+    def clean_memory(self) -> int | None:
+        text = self.cleaned_data["memory"].strip()
+        if not text:
+            return None
+        try:
+            megabytes = parse_memory_mb(text.upper())
+        except SlurmParseError:
+            megabytes = None
+        if not megabytes or megabytes < 1:
+            raise forms.ValidationError(
+                f"“{text}” is not an amount of memory: write e.g. 64G or 64000M."
+            )
+        return int(-(-megabytes // 1))
 
     def clean_modules(self) -> tuple[str, ...]:
         modules = tuple(self.cleaned_data["modules"].split())
@@ -153,6 +228,12 @@ class ComposeForm(AdviceForm):
             builds_environment=data.get("environment") == BUILD_ON_NODE,
             command=data.get("command", ""),
             launch=Launch(data["launch"]) if data.get("launch") else None,
+            overrides=Overrides(
+                partition=data.get("partition") or None,
+                minutes=data.get("time_limit"),
+                memory_mb=data.get("memory"),
+                cpus_per_task=data.get("cpus_per_task"),
+            ),
         )
 
 
