@@ -332,4 +332,3 @@ def test_the_clusters_match_their_schema(client, seeded, secret):
     spec = client.get("/api/v1/openapi.json").json()
     response = client.get("/api/v1/clusters", headers=_bearer(secret))
     _check(response.json(), _documented(spec, "/api/v1/clusters", "get", "200"), spec, "clusters")
-
