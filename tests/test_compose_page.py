@@ -6,6 +6,7 @@ import re
 import pytest
 from django.test import Client
 
+from guidance.models import Policy
 from jobs.models import Composition
 
 GOOD = {
@@ -266,3 +267,48 @@ def test_the_lists_follow_the_cluster(user_client, seeded):
     assert '<option value="a6000">a6000: 8 a6000 GPUs per node, up to 7 days</option>' in page
     assert '<option value="rtx">rtx (' in page
     assert 'value="v100l"' not in page
+
+
+# --- A saved composition reopens whole ------------------------------------------------
+
+
+def _saved(client, user, **changes) -> Composition:
+    client.post("/jobs/new/", GOOD | {"save": "1"} | changes)
+    return Composition.objects.get(owner=user)
+
+
+def test_a_saved_composition_reopens_with_its_advice_and_script(user_client, user, seeded):
+    saved = _saved(user_client, user, memory="200G")
+    page = user_client.get(f"/jobs/new/?from={saved.pk}").content.decode()
+    assert 'data-placement="node_local"' in page  # the advice, without touching the form
+    assert "#SBATCH --mem=204800M" in page  # and the script, with what was set by hand
+    assert 'name="memory" value="200G"' in page
+    assert 'id="edited-notice" class="warning" hidden' in page
+
+
+def test_hand_edits_come_back_when_it_is_reopened(user_client, user, seeded):
+    script = user_client.post("/jobs/new/", GOOD | {"download": "1"}).content.decode()
+    edited = script.replace("set -euo pipefail", "set -euo pipefail\n# my own note", 1)
+    saved = _saved(user_client, user, script_text=edited)
+    assert saved.edited and "# my own note" in saved.script
+    page = user_client.get(f"/jobs/new/?from={saved.pk}").content.decode()
+    assert "# my own note" in html.unescape(page)
+    assert 'id="edited-notice" class="warning">' in page  # said, not hidden
+
+
+def test_a_saved_composition_shows_the_advice_for_its_values(user_client, user, seeded):
+    saved = _saved(user_client, user)
+    page = user_client.get(f"/jobs/compositions/{saved.pk}/").content.decode()
+    assert "The advice for these values" in page
+    assert 'data-placement="node_local"' in page
+    assert "guidance has changed" not in page
+
+
+def test_a_saved_composition_says_when_the_guidance_changed_since(user_client, user, seeded):
+    saved = _saved(user_client, user)
+    policy = Policy.objects.get(cluster__slug="narval")
+    policy.memory_per_gpu_mb = 100_000
+    policy.save()
+    page = user_client.get(f"/jobs/compositions/{saved.pk}/").content.decode()
+    assert "The cluster's guidance has changed since this was saved" in page
+    assert "100000M per GPU on Narval" in page  # the advice as it stands today

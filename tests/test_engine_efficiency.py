@@ -118,3 +118,17 @@ def test_apply_puts_the_values_in_the_composer_fields():
         "gpu_count": "1",
         "job_name": "resnet",
     }
+
+
+def test_a_job_that_used_little_of_its_memory_gets_less_next_time():
+    facts = JobFacts(max_rss_mb=10_000, requested_memory_mb=124_500)
+    [memory] = report(facts, [], cluster("narval")).suggestions
+    assert (memory.field, memory.value) == ("memory", "13312M")  # 12,500 MB, in whole GB
+    assert memory.change == "--mem=13312M instead of 124500M"
+    assert "used at most 10000 MB of the 124500 MB" in memory.reason
+
+
+@pytest.mark.parametrize(("used", "asked"), [(70_000, 124_500), (900, 1000), (None, 4000)])
+def test_memory_mostly_used_or_unknown_is_left_alone(used, asked):
+    facts = JobFacts(max_rss_mb=used, requested_memory_mb=asked)
+    assert not report(facts, [], cluster("narval")).suggestions

@@ -121,18 +121,23 @@ def test_the_report_after_the_job_ends(user_client, job):
     assert "While it ran:" in page and "<caption>Each GPU over the whole run</caption>" in page
 
 
-def test_the_next_run_gets_fewer_gpus_and_less_time(user_client, job, user):
+def test_the_next_run_gets_fewer_gpus_less_time_and_less_memory(user_client, job, user):
     _end(job)
     response = user_client.post(f"/jobs/{job.pk}/next-run/")
     new = Composition.objects.exclude(pk=job.composition.pk).get()
     assert response.status_code == 302 and response["Location"] == new.get_absolute_url()
     assert new.owner == user and new.name == "resnet (next run)"
     assert (new.fields["gpu_count"], new.fields["hours"]) == ("1", "1.25")
+    assert new.fields["memory"] == "10240M"  # used 8,000 of 32,000 MB: set by hand
     assert new.fields["command"] == GOOD["command"]
     assert "#SBATCH --time=0-01:15:00" in new.script
+    assert "#SBATCH --mem=10240M" in new.script
     assert re.search(r"#SBATCH --gres=gpu:\w+:1\n", new.script)
     page = user_client.get(response["Location"]).content.decode()
-    assert "with --time=1:15:00 instead of 4:00:00, 1 GPU instead of 2" in page
+    changes = (
+        "--time=1:15:00 instead of 4:00:00, --mem=10240M instead of 32000M, 1 GPU instead of 2"
+    )
+    assert f"with {changes}" in page
 
 
 def test_a_hand_edited_composition_goes_to_the_composer(user_client, job):

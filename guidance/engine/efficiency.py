@@ -23,6 +23,9 @@ from guidance.engine.types import Cluster
 TIME_MARGIN = 1.25
 # A job that ran out of time gets half as much again.
 TIMEOUT_FACTOR = 1.5
+# Memory: a change is suggested when the job used less than half of it, in whole gigabytes.
+MEMORY_USED_BELOW = 0.5
+MEMORY_STEP_MB = 1024
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,8 @@ def suggest(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> list[S
     out = []
     if time := _time(facts):
         out.append(time)
+    if memory := _memory(facts):
+        out.append(memory)
     mean = mean_of(uses)
     target = cluster.policy.utilization_target_percent
     gpus = facts.gpus or sum(1 for u in uses if u.known)
@@ -148,6 +153,25 @@ def suggested_minutes(elapsed_seconds: float, margin: float = TIME_MARGIN) -> in
     minutes = elapsed_seconds * margin / 60
     step = 15 if minutes <= 120 else 30 if minutes <= 720 else 60
     return max(step, math.ceil(round(minutes / step, 6)) * step)
+
+
+def _memory(facts: JobFacts) -> Suggestion | None:
+    """Less memory when the job used under half of it: the rest was kept from other jobs."""
+    used, asked = facts.max_rss_mb, facts.requested_memory_mb
+    if not used or not asked or used >= asked * MEMORY_USED_BELOW:
+        return None
+    steps = math.ceil(round(used * TIME_MARGIN / MEMORY_STEP_MB, 6))
+    megabytes = max(1, steps) * MEMORY_STEP_MB
+    if megabytes >= asked:
+        return None
+    return Suggestion(
+        "memory",
+        f"{megabytes}M",
+        f"--mem={megabytes}M instead of {asked:.0f}M",
+        f"It used at most {used:.0f} MB of the {asked:.0f} MB it asked for: {megabytes} MB "
+        "leaves a quarter more than it used, and memory a job holds is kept from other jobs.",
+        sources.SBATCH_ELEMENTS,
+    )
 
 
 def _time(facts: JobFacts) -> Suggestion | None:

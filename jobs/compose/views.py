@@ -33,9 +33,14 @@ def _starting_values(request: HttpRequest) -> dict:
     if slug := request.GET.get("template"):
         template = get_object_or_404(SiteTemplate, slug=slug, published=True)
         return template.starting_values(request.GET.get("on", ""))
-    if pk := request.GET.get("from"):
-        return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0).fields
     return {}
+
+
+def _reopened(request: HttpRequest) -> Composition | None:
+    """A saved composition opened in the composer (?from=): its values, advice and script."""
+    if pk := request.GET.get("from"):
+        return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0)
+    return None
 
 
 def _is_form_data(data: QueryDict) -> bool:
@@ -56,12 +61,17 @@ def _download(name: str, text: str) -> HttpResponse:
 @require_http_methods(["GET", "HEAD", "POST"])
 def compose(request: HttpRequest) -> HttpResponse:
     data = request.POST if request.method == "POST" else request.GET
+    reopened = None if _is_form_data(data) else _reopened(request)
     if _is_form_data(data):
         form = ComposeForm(data)
+    elif reopened is not None:  # bound: its advice and script show at once
+        form = ComposeForm(reopened.fields)
     else:
         form = ComposeForm(initial=_starting_values(request))
     composed = compose_script(form) if form.is_bound else None
     script_text = data.get("script_text", "") if request.method == "POST" else ""
+    if reopened is not None and reopened.edited:
+        script_text = reopened.script  # the hand edits come back with it
     checked = None
     # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
     checked_path = _path_check(request) if "check_path" in request.POST else None
@@ -155,8 +165,21 @@ def composition(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_composition_for_user(request, pk)
     if "download" in request.GET:
         return _download(obj.fields.get("job_name") or "job", obj.script)
-    ctx = {"composition": obj, "submission_key": sending.new_key()}
-    return render(request, "jobs/composition.html", ctx)
+    return render(request, "jobs/composition.html", _composition_context(obj))
+
+
+def _composition_context(obj: Composition, **more) -> dict:
+    """The saved script, and the advice its values get from the cluster's guidance today."""
+    form = ComposeForm(obj.fields)
+    composed = compose_script(form)
+    return {
+        "composition": obj,
+        "rec": composed.recommendation if composed else None,
+        "advice_errors": [e for errors in form.errors.values() for e in errors],
+        "differs": bool(composed and composed.script and _edited(obj.script, composed.script)),
+        "submission_key": sending.new_key(),
+        **more,
+    }
 
 
 @login_required
@@ -175,8 +198,9 @@ def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, "This composition names no cluster the portal knows.")
             return redirect(obj)
         checked = validate(request.user, cluster, obj.script)
-        ctx = {"composition": obj, "validation": checked, "submission_key": sending.new_key()}
-        return render(request, "jobs/composition.html", ctx)
+        return render(
+            request, "jobs/composition.html", _composition_context(obj, validation=checked)
+        )
     if "delete" in request.POST:
         obj.delete()
         messages.success(request, f"Deleted “{obj.name}”.")
