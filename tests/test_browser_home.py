@@ -47,7 +47,7 @@ def test_the_home_page_fits_the_screen(browser, live_server, alice, screen):  # 
         page.click("button[type=submit]")
         page.wait_for_url(f"{live_server.url}/")
         assert page.locator("#active-jobs").inner_text().count("Running") == 1
-        assert page.get_by_role("link", name="New job").first.is_visible()
+        assert page.locator("main").get_by_role("link", name="New job").first.is_visible()
         page_width = page.evaluate("document.documentElement.scrollWidth")
         assert page_width <= width, f"the page is {page_width} px wide on a {width} px screen"
         page.screenshot(path=f"artifacts/home-{screen}.png", full_page=True)

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from guidance.models import Policy
+from jobs.compose.forms import ComposeForm
 from jobs.models import Composition
 
 GOOD = {
@@ -312,3 +313,50 @@ def test_a_saved_composition_says_when_the_guidance_changed_since(user_client, u
     page = user_client.get(f"/jobs/compositions/{saved.pk}/").content.decode()
     assert "The cluster's guidance has changed since this was saved" in page
     assert "100000M per GPU on Narval" in page  # the advice as it stands today
+
+
+# --- Live updates: a POST, and errors only where the user has been --------------------------
+
+
+def _live(client, data: dict, reached: str) -> str:
+    headers = {"HX-Request": "true"}
+    return client.post(
+        "/jobs/new/", data | {"live": "1", "reached": reached}, headers=headers
+    ).content.decode()
+
+
+def test_the_advice_shows_before_the_form_is_complete(user_client, seeded):
+    half = GOOD | {"command": "", "job_name": ""}
+    page = _live(user_client, half, reached="cluster,workload,dataset_gb,hours")
+    assert 'data-placement="node_local"' in page
+    assert "The script follows once the rest of the form is filled in." in page
+    assert "This field is required" not in page  # the command is further down: not reached
+    assert "#SBATCH" not in page
+
+
+def test_a_field_the_user_has_been_to_gets_its_error(user_client, seeded):
+    page = _live(user_client, GOOD | {"command": ""}, reached="dataset_gb,command")
+    assert 'href="#field-command">Command</a>: This field is required.' in page
+    assert 'data-placement="node_local"' in page  # the advice stays meanwhile
+
+
+def test_the_live_update_and_the_update_button_post_the_form(user_client, seeded):
+    page = user_client.get("/jobs/new/").content.decode()
+    assert 'hx-post="/jobs/new/"' in page and 'hx-get="/jobs/new/"' not in page
+    assert 'formmethod="get"' not in page  # the CSRF token never lands in an address
+    long_command = "python train.py " + " ".join(f"--opt{i}=value{i}" for i in range(400))
+    assert len(long_command) > 5000
+    page = _live(user_client, GOOD | {"command": long_command}, reached="command")
+    assert "--opt399=value399" in html.unescape(page)
+
+
+def test_saving_names_every_error_reached_or_not(user_client, seeded):
+    page = user_client.post("/jobs/new/", GOOD | {"command": "", "save": "1"}).content.decode()
+    assert 'href="#field-command">Command</a>: This field is required.' in page
+
+
+def test_the_form_reads_in_sections_and_every_field_is_in_one(db):
+    form = ComposeForm()
+    names = [f.name for section in form.grouped() for f in section.fields]
+    assert sorted(names) == sorted(form.fields) and len(names) == len(set(names))
+    assert [s.title for s in form.grouped()][:2] == ["The job", "Its data"]

@@ -1,6 +1,6 @@
 """The composer's form: the advice form's questions plus what the script itself needs."""
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from django import forms
 from django.core.validators import RegexValidator
@@ -23,6 +23,16 @@ ENVIRONMENTS = [
     ("venv", "Activate an existing virtualenv"),
     (BUILD_ON_NODE, "Build a virtualenv on the node from a requirements file"),
 ]
+
+
+OVERRIDES = ("partition", "time_limit", "memory", "cpus_per_task")
+
+
+@dataclass(frozen=True)
+class Section:
+    slug: str
+    title: str
+    fields: list[forms.BoundField]
 
 
 def _name_field(label: str, **kw) -> forms.CharField:
@@ -121,6 +131,51 @@ class ComposeForm(AdviceForm):
         "modules", "environment", "environment_path", "command", "launch", "results_dir",
         "mail_user", "partition", "time_limit", "memory", "cpus_per_task",
     ]  # fmt: skip
+
+    # The form in the order people think of a job; the last section is folded away until used.
+    sections = [
+        ("job", "The job", ("cluster", "job_name", "account", "workload")),
+        (
+            "data",
+            "Its data",
+            ("dataset_gb", "file_count", "data_location", "data_path", "data_kind", "results_dir"),
+        ),
+        (
+            "gpus",
+            "GPUs and time",
+            (
+                "gpu_type", "gpu_count", "gpu_mem_gb", "multi_gpu", "nodes", "hours",
+                "checkpointing", "expects_full_utilization", "similar_runs",
+            ),
+        ),
+        (
+            "run",
+            "Environment and command",
+            ("modules", "environment", "environment_path", "command", "launch", "mail_user"),
+        ),
+        ("by-hand", "Set by hand", OVERRIDES),
+    ]  # fmt: skip
+
+    def grouped(self) -> list[Section]:
+        return [
+            Section(slug, title, [self[name] for name in names])
+            for slug, title, names in self.sections
+        ]
+
+    @property
+    def sets_by_hand(self) -> bool:
+        return (
+            any((self.data.get(name) or "").strip() for name in OVERRIDES)
+            if self.is_bound
+            else False
+        )
+
+    def advice_is_valid(self) -> bool:
+        """Whether the questions the advice needs are answered, though others may not be yet."""
+        self.is_valid()
+        return not any(
+            name in self.errors for name in (*AdviceForm.base_fields, "cluster", *OVERRIDES)
+        )
 
     def offer_choices(self, cluster: Cluster | None) -> None:
         super().offer_choices(cluster)

@@ -44,6 +44,14 @@ def compose(form: ComposeForm, rec: Recommendation | None = None) -> Composed | 
         return None
 
 
+def advice_so_far(form: ComposeForm) -> Recommendation | None:
+    """The advice while the form is not complete: the engine's, once the questions it needs are
+    answered, so that it shows while the user is still writing the command."""
+    if not form.advice_is_valid():
+        return None
+    return engine.recommend(form.job_spec(), cluster_facts(form.cleaned_data["cluster"]))
+
+
 def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
     storage, choice, resources = rec.storage, rec.choice, rec.resources
     chain = rec.chain

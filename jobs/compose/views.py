@@ -16,6 +16,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.compose import edit_check, path_check, sending
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import advice_so_far
 from jobs.compose.from_form import compose as compose_script
 from jobs.compose.slurm_check import validate
 from jobs.models import ClusterAccount, Composition, SiteTemplate, no_login
@@ -41,6 +42,23 @@ def _reopened(request: HttpRequest) -> Composition | None:
     if pk := request.GET.get("from"):
         return _get_composition_for_user(request, int(pk) if pk.isdigit() else 0)
     return None
+
+
+def _reached(data: QueryDict) -> set[str]:
+    """The fields the user has been to (compose.js keeps the list): a live update speaks of
+    those, not of every field still empty below them."""
+    return set(data.get("reached", "").split(","))
+
+
+def _errors_shown(form: ComposeForm, reached: set[str] | None) -> list[tuple[str, str, str]]:
+    """(field, label, message) of each error to list, all of them unless `reached` says which."""
+    if not form.is_bound:
+        return []
+    shown = [("", "", e) for e in form.non_field_errors()]
+    for field in form:
+        if reached is None or field.name in reached:
+            shown += [(field.name, field.label, e) for e in field.errors]
+    return shown
 
 
 def _is_form_data(data: QueryDict) -> bool:
@@ -92,13 +110,20 @@ def compose(request: HttpRequest) -> HttpResponse:
             if request.htmx:
                 return render(request, "jobs/validation.html", {"validation": checked})
 
-    warnings = composed.recommendation.warnings if composed else ()
+    rec = composed.recommendation if composed else None
+    live = bool(request.htmx) and "live" in data
+    if rec is None and live:
+        rec = advice_so_far(form)
+    warnings = rec.warnings if rec else ()
     ctx = {
         "form": form,
+        "errors_shown": _errors_shown(form, _reached(data) if live else None),
+        # Every field the page was shown with counts as reached: its errors stay in sight.
+        "reached": ",".join(form.fields) if form.is_bound and not live else data.get("reached", ""),
         # Warnings about one field also show beside it (and update there through htmx).
         "field_warnings": {name: [w for w in warnings if w.field == name] for name in form.fields},
         "composed": composed,
-        "rec": composed.recommendation if composed else None,
+        "rec": rec,
         "script_text": script_text,
         "validation": checked,
         "edit_findings": edit_findings,

@@ -17,3 +17,20 @@ document.addEventListener("input", (event) => {
   event.target.dataset.edited = "true";
   document.getElementById("edited-notice").hidden = false;
 });
+
+// The fields the user has been to, sent with each live update: its errors speak of those only,
+// not of the fields still empty further down. Saving or submitting shows every error.
+document.addEventListener("focusout", (event) => {
+  const reached = document.getElementById("reached");
+  const name = event.target.name;
+  if (!reached || !name || !event.target.closest(".compose-fields")) return;
+  const names = new Set(reached.value.split(",").filter(Boolean));
+  names.add(name);
+  reached.value = [...names].join(",");
+});
+document.addEventListener("input", (event) => {
+  const reached = document.getElementById("reached");
+  const name = event.target.name;
+  if (!reached || !name || !event.target.closest(".compose-fields")) return;
+  if (!reached.value.split(",").includes(name)) reached.value += (reached.value ? "," : "") + name;
+});
