@@ -53,3 +53,20 @@ def test_the_home_page_fits_the_screen(browser, live_server, alice, screen):  # 
         page.screenshot(path=f"artifacts/home-{screen}.png", full_page=True)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_a_visitor_learns_what_the_portal_does_and_can_log_in(browser, live_server, db, screen):  # noqa: F811
+    width, height = SCREENS[screen]
+    context = browser.new_context(
+        base_url=live_server.url, viewport={"width": width, "height": height}
+    )
+    page = context.new_page()
+    try:
+        page.goto("/")
+        assert page.locator("main").get_by_role("link", name="Log in").first.is_visible()
+        page_width = page.evaluate("document.documentElement.scrollWidth")
+        assert page_width <= width, f"the page is {page_width} px wide on a {width} px screen"
+        page.screenshot(path=f"artifacts/home-visitor-{screen}.png", full_page=True)
+    finally:
+        context.close()
