@@ -62,7 +62,7 @@ def _by_hand(page):
 def test_the_gpu_type_comes_from_the_clusters_list(page):
     _describe(page)
     options = page.locator("select[name=gpu_type] option").all_inner_texts()
-    assert options == ["Recommend for me", "a100 (40 GB)"]
+    assert options == ["Recommend for me", "a100 (40 GB, NVIDIA A100-SXM4 40GB)"]
     page.select_option("select[name=cluster]", "cedar")
     page.wait_for_function(
         "() => [...document.querySelectorAll('select[name=gpu_type] option')].length > 2"

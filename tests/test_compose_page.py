@@ -360,3 +360,16 @@ def test_the_form_reads_in_sections_and_every_field_is_in_one(db):
     names = [f.name for section in form.grouped() for f in section.fields]
     assert sorted(names) == sorted(form.fields) and len(names) == len(set(names))
     assert [s.title for s in form.grouped()][:2] == ["The job", "Its data"]
+
+
+def test_a_live_update_brings_the_new_clusters_lists(user_client, seeded):
+    page = _live(user_client, GOOD | {"cluster": "cedar", "gpu_type": "v100l"}, reached="cluster")
+    swapped = re.search(
+        r'<template class="fresh-choices" data-name="gpu_type">(.*?)</template>', page, re.S
+    )
+    assert '<option value="v100l" selected>v100l (32 GB' in swapped[1]
+    assert 'value="a100"' not in swapped[1]
+    partitions = re.search(
+        r'<template class="fresh-choices" data-name="partition">(.*?)</template>', page, re.S
+    )
+    assert '<option value="p100l">' in partitions[1]

@@ -2,6 +2,15 @@
 // replaces the editor's text unless the user has edited that text by hand. Deciding at swap time,
 // not at request time, means a response already on its way cannot overwrite an edit.
 document.addEventListener("htmx:afterSwap", () => {
+  // The lists of the cluster's GPU types and node types, as the live update brings them.
+  for (const fresh of document.querySelectorAll("#panel template.fresh-choices")) {
+    const select = document.querySelector(`.compose-fields select[name="${fresh.dataset.name}"]`);
+    if (!select) continue;
+    const chosen = select.value;
+    select.replaceChildren(fresh.content.cloneNode(true));
+    const options = [...select.options].map((option) => option.value);
+    select.value = options.includes(chosen) ? chosen : "";
+  }
   const fresh = document.getElementById("fresh-script");
   const editor = document.getElementById("script-editor");
   const text = document.getElementById("script-text");
@@ -34,3 +43,18 @@ document.addEventListener("input", (event) => {
   if (!reached || !name || !event.target.closest(".compose-fields")) return;
   if (!reached.value.split(",").includes(name)) reached.value += (reached.value ? "," : "") + name;
 });
+
+// Another cluster has other GPU types and node types: a choice made for the last one is dropped
+// before the live update asks (capture: ahead of htmx's own listener), and the lists come back
+// with the new cluster's.
+document.addEventListener(
+  "change",
+  (event) => {
+    if (event.target.name !== "cluster" || !event.target.closest(".compose-fields")) return;
+    for (const name of ["gpu_type", "partition"]) {
+      const select = document.querySelector(`.compose-fields select[name=${name}]`);
+      if (select) select.value = "";
+    }
+  },
+  true,
+);
