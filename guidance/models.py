@@ -342,3 +342,28 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return self.token
+
+
+class Document(models.Model):
+    """A guidance document as the portal shows it, read from GUIDANCE_DOCS_DIR by
+    `manage.py import_guidance_documents` (and `seed_guidance`): the text lives in the
+    database, never in the repository. Sources that name its file link to its sections."""
+
+    file_name = models.CharField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=200, unique=True)
+    title = models.CharField(max_length=300)
+    text = models.TextField()
+    markup = models.CharField(max_length=20)
+    # [{"path": [heading, ...], "anchor": "..."}, ...] as guidance.doc_outline reads the text:
+    # kept so that linking a source needs no parsing.
+    sections = models.JSONField(default=list)
+    imported = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["file_name"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("guidance:document", args=[self.slug])
