@@ -12,6 +12,7 @@ from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
 NOT_NEGATIVE = [MinValueValidator(0, "Cannot be negative.")]
 AT_LEAST_ONE = [MinValueValidator(1, "Must be at least 1.")]
+RESERVED_CLUSTER_SLUGS = frozenset({"documents"})
 
 
 class Sourced(models.Model):
@@ -80,6 +81,11 @@ class Cluster(Sourced):
     @property
     def accepts_logins(self) -> bool:
         return bool(self.takes_scripts and self.login_host and self.host_key)
+
+    def clean(self) -> None:
+        # /guidance/documents/ lists the guidance documents: a cluster of that name had no page.
+        if self.slug in RESERVED_CLUSTER_SLUGS:
+            raise ValidationError({"slug": f"'{self.slug}' is taken by a page of the portal."})
 
 
 class GpuType(Sourced):

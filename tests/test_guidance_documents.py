@@ -7,13 +7,14 @@ import pkgutil
 
 import pytest
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 import guidance.engine
 from guidance.doc_import import import_documents
 from guidance.doc_outline import Markup, outline
 from guidance.engine.sources import Source
-from guidance.models import Document
+from guidance.models import Cluster, Document
 from tests.services import service_missing
 
 RST = """\
@@ -223,3 +224,8 @@ def test_an_unknown_document_is_404(user_client, db):
 def test_the_documents_need_a_login(client, db):
     response = client.get("/guidance/documents/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_no_cluster_can_take_the_documents_address(db):
+    with pytest.raises(ValidationError, match="taken by a page of the portal"):
+        Cluster(slug="documents", name="Documents").full_clean()
