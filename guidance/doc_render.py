@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 from guidance import markdown
 from guidance.doc_outline import Heading, Markup, Outline
 
+_RST_TARGET = re.compile(r"^\.\. _[^:]*:\s*$")
 _WIKI_LINK = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
 _WEB_LINK = re.compile(r"\[(https?://[^\s\]]+)\s+([^\]]+)\]")
 _WIKI_DROPPED = re.compile(r"^\s*(<languages\s*/>|\[\[Category:[^\]]*\]\])\s*$")
@@ -34,22 +35,33 @@ class RenderedPart:
     html: SafeString
 
 
-def render_parts(parsed: Outline) -> list[RenderedPart]:
-    levels = [h.level for h in parsed.headings if h.text != parsed.title]
-    top = min(levels, default=1)
-    return [
-        RenderedPart(
-            part.heading,
-            f"h{min(max(part.heading.level - top + 2, 2), 6)}" if part.heading else "",
-            _body_html(parsed.markup, part.body),
-        )
-        for part in parsed.parts
-    ]
+@dataclass(frozen=True)
+class RenderedDocument:
+    title_anchor: str  # the anchor of the heading the page's title stands for, if any
+    parts: list[RenderedPart]
+
+
+def render_document(parsed: Outline) -> RenderedDocument:
+    """The parts under the page's title. The document's own title heading is that title, so it
+    is not shown again: its anchor goes to the page's heading, its text stays."""
+    headings = parsed.headings
+    title = headings[0] if headings and headings[0].text == parsed.title else None
+    top = min((h.level for h in headings if h is not title), default=1)
+    parts = []
+    for part in parsed.parts:
+        shown = part.heading if part.heading is not title else None
+        tag = f"h{min(max(shown.level - top + 2, 2), 6)}" if shown else ""
+        parts.append(RenderedPart(shown, tag, _body_html(parsed.markup, part.body)))
+    return RenderedDocument(title.anchor if title else "", parts)
 
 
 def _body_html(markup: Markup, body: str) -> SafeString:
     if markup == Markup.RST:
-        return mark_safe(f'<div class="doc-plain">{escape(body)}</div>')
+        # ".. _name:" lines are link targets for Sphinx, not words for readers.
+        text = "\n".join(line for line in body.splitlines() if not _RST_TARGET.match(line))
+        if not text.strip():
+            return mark_safe("")
+        return mark_safe(f'<div class="doc-plain">{escape(text.strip())}</div>')
     text = mediawiki_as_markdown(body) if markup == Markup.MEDIAWIKI else body
     return mark_safe(markdown.render(text))  # sanitized by nh3
 

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_safe
 from guidance import engine, models, published
 from guidance.article_values import shown_values
 from guidance.doc_outline import outline
-from guidance.doc_render import render_parts
+from guidance.doc_render import render_document
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm
 
@@ -83,12 +83,6 @@ def documents(request: HttpRequest) -> HttpResponse:
 @require_safe
 def document(request: HttpRequest, slug: str) -> HttpResponse:
     doc = get_object_or_404(models.Document, slug=slug)
-    parsed = outline(doc.text)
-    parts = render_parts(parsed)
-    # The title the text gives itself is the page's heading, so it is not shown twice.
-    if parts and parts[0].heading and parts[0].heading.text == parsed.title:
-        title_anchor, intro, parts = parts[0].heading.anchor, parts[0].html, parts[1:]
-    else:
-        title_anchor, intro = "", ""
-    ctx = {"document": doc, "title_anchor": title_anchor, "intro": intro, "parts": parts}
+    rendered = render_document(outline(doc.text))
+    ctx = {"document": doc, "title_anchor": rendered.title_anchor, "parts": rendered.parts}
     return render(request, "guidance/document.html", ctx)

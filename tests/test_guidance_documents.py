@@ -229,3 +229,12 @@ def test_the_documents_need_a_login(client, db):
 def test_no_cluster_can_take_the_documents_address(db):
     with pytest.raises(ValidationError, match="taken by a page of the portal"):
         Cluster(slug="documents", name="Documents").full_clean()
+
+
+def test_the_documents_own_title_is_the_pages_heading_and_keeps_its_anchor(user_client, documents):
+    page = user_client.get("/guidance/documents/000_6e5e8c8484f3c234/").content.decode()
+    title = "Training/ Inference on Cluster Best Practices"
+    assert f'<h1 id="training-inference-on-cluster-best-practices">{title}</h1>' in page
+    assert page.count(f"{title} <a") == 0  # not repeated as a section heading
+    assert ".. _practices:" not in page  # reStructuredText's link target is not text
+    assert '<h2 id="introduction" class="doc-heading">' in page
