@@ -3,7 +3,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
-from guidance import models
+from guidance import article_values, models
 
 SOURCE_FIELDS = ("Source", {"fields": ["source_document", "source_section", "note"]})
 
@@ -139,3 +139,12 @@ class ArticleAdmin(SimpleHistoryAdmin):
     list_filter = ["published", "clusters"]
     prepopulated_fields = {"slug": ["title"]}
     filter_horizontal = ["clusters"]
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        # Which placeholders exist, where the admin writes them.
+        if db_field.name == "body":
+            field.help_text = article_values.help_text()
+        elif db_field.name == "title":
+            field.help_text = "May hold the body's placeholders, e.g. {{ policy.cpus_per_gpu }}."
+        return field

@@ -5,8 +5,10 @@ import nh3
 
 ALLOWED_TAGS = {
     "a", "p", "br", "hr", "strong", "em", "code", "pre", "blockquote", "ul", "ol", "li",
-    "h2", "h3", "h4", "table", "thead", "tbody", "tr", "th", "td",
+    "h2", "h3", "h4", "table", "thead", "tbody", "tr", "th", "td", "mark",
 }  # fmt: skip
+# The one class kept: articles mark a placeholder they name but the portal does not know.
+PLACEHOLDER_ERROR = "placeholder-error"
 
 
 def render(text: str) -> str:
@@ -17,4 +19,5 @@ def render(text: str) -> str:
         attributes={"a": {"href", "title"}, "th": {"align"}, "td": {"align"}},
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
+        tag_attribute_values={"mark": {"class": {PLACEHOLDER_ERROR}}},
     )

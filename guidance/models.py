@@ -12,6 +12,7 @@ from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
 NOT_NEGATIVE = [MinValueValidator(0, "Cannot be negative.")]
 AT_LEAST_ONE = [MinValueValidator(1, "Must be at least 1.")]
+RESERVED_CLUSTER_SLUGS = frozenset({"documents"})
 
 
 class Sourced(models.Model):
@@ -80,6 +81,11 @@ class Cluster(Sourced):
     @property
     def accepts_logins(self) -> bool:
         return bool(self.takes_scripts and self.login_host and self.host_key)
+
+    def clean(self) -> None:
+        # /guidance/documents/ lists the guidance documents: a cluster of that name had no page.
+        if self.slug in RESERVED_CLUSTER_SLUGS:
+            raise ValidationError({"slug": f"'{self.slug}' is taken by a page of the portal."})
 
 
 class GpuType(Sourced):
@@ -342,3 +348,28 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return self.token
+
+
+class Document(models.Model):
+    """A guidance document as the portal shows it, read from GUIDANCE_DOCS_DIR by
+    `manage.py import_guidance_documents` (and `seed_guidance`): the text lives in the
+    database, never in the repository. Sources that name its file link to its sections."""
+
+    file_name = models.CharField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=200, unique=True)
+    title = models.CharField(max_length=300)
+    text = models.TextField()
+    markup = models.CharField(max_length=20)
+    # [{"path": [heading, ...], "anchor": "..."}, ...] as guidance.doc_outline reads the text:
+    # kept so that linking a source needs no parsing.
+    sections = models.JSONField(default=list)
+    imported = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["file_name"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("guidance:document", args=[self.slug])

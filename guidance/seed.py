@@ -429,14 +429,14 @@ ARTICLES = (
     ),
     SeedArticle(
         "checkpoint-long-jobs",
-        "Checkpoint long jobs in 24-hour chains",
+        "Checkpoint long jobs in {{ policy.checkpoint_chunk_hours }}-hour chains",
         sources.CHECKPOINT_CHAIN,
         FEDERATION,
         20,
     ),
     SeedArticle(
         "keep-gpus-busy",
-        "Keep your GPUs more than 90% busy",
+        "Keep your GPUs more than {{ policy.utilization_target_percent }}% busy",
         sources.UTILIZATION_TARGET,
         (),
         50,

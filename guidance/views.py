@@ -1,10 +1,13 @@
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
 from guidance import engine, models, published
+from guidance.article_values import shown_values
+from guidance.doc_outline import outline
+from guidance.doc_render import render_document
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm
 
@@ -30,7 +33,12 @@ def index(request: HttpRequest) -> HttpResponse:
         node_types=Count("partitions", distinct=True),
         gpu_type_count=Count("gpu_types", distinct=True),
     )
-    ctx = {"clusters": clusters, "articles": _articles_for(None)}
+    ctx = {
+        "clusters": clusters,
+        "articles": _articles_for(None),
+        # Articles here are about every cluster: they show the values all clusters share.
+        "article_values": shown_values(models.Cluster.objects.with_facts()),
+    }
     return render(request, "guidance/index.html", ctx)
 
 
@@ -43,6 +51,7 @@ def cluster(request: HttpRequest, slug: str) -> HttpResponse:
         "policy": getattr(obj, "policy", None),
         "environment": getattr(obj, "job_environment", None),
         "articles": _articles_for(obj),
+        "article_values": shown_values([obj]),
     }
     return render(request, "guidance/cluster.html", ctx)
 
@@ -61,3 +70,19 @@ def advice(request: HttpRequest, slug: str) -> HttpResponse:
     if request.htmx:
         template += "#result"
     return render(request, template, ctx)
+
+
+@login_required
+@require_safe
+def documents(request: HttpRequest) -> HttpResponse:
+    docs = models.Document.objects.only("file_name", "slug", "title")
+    return render(request, "guidance/documents.html", {"documents": docs})
+
+
+@login_required
+@require_safe
+def document(request: HttpRequest, slug: str) -> HttpResponse:
+    doc = get_object_or_404(models.Document, slug=slug)
+    rendered = render_document(outline(doc.text))
+    ctx = {"document": doc, "title_anchor": rendered.title_anchor, "parts": rendered.parts}
+    return render(request, "guidance/document.html", ctx)

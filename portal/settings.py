@@ -16,6 +16,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
+# The guidance documents the engine's sources cite, read into the database by seed_guidance and
+# import_guidance_documents; their text is not part of the repository.
+GUIDANCE_DOCS_DIR = Path(
+    env_str("GUIDANCE_DOCS_DIR", str(BASE_DIR.parent / "shared" / "guidance-docs"))
+).resolve()
+
 DEBUG = env_bool("DEBUG", False)
 
 # A fixed key in development keeps sessions across restarts; production has no default at all.

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.source_helpers import link_to
+
 GOOD = {
     "workload": "training",
     "dataset_gb": "50",
@@ -38,7 +40,7 @@ def test_an_empty_form_explains_what_it_does(user_client, seeded):
 def test_it_recommends_where_the_data_lives(user_client, seeded, dataset_gb, placement):
     page = _advice(user_client, dataset_gb=dataset_gb).content.decode()
     assert f'data-placement="{placement}"' in page
-    assert "001_5f2bc19f2ff4af17.txt" in page  # every recommendation cites its source
+    assert link_to("001_5f2bc19f2ff4af17.txt") in page  # every recommendation cites its source
 
 
 def test_htmx_gets_only_the_recommendation(user_client, seeded):
@@ -53,7 +55,7 @@ def test_it_shows_the_processing_clusters_choice_with_why_not(user_client, seede
     page = _advice(user_client, "processing", workload="inference", gpu_mem_gb="8").content.decode()
     assert 'data-partition="2080ti"' in page
     assert "Why not the others" in page
-    assert "000_6e5e8c8484f3c234.txt, 3. Inference" in page
+    assert link_to("000_6e5e8c8484f3c234.txt") + '3-inference">' in page
 
 
 def test_a_chain_shows_its_array(user_client, seeded):

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from guidance.models import Cluster, GpuType, JobEnvironment, Partition, StorageTier
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
+from tests.source_helpers import link_to
 
 BASE = {
     "cluster": "narval",
@@ -74,7 +75,7 @@ def test_the_composer_page_shows_the_plan_with_its_reason_and_source(seeded, use
     text = page.content.decode()
     assert "Extract the dataset archive on the node" in text
     assert "unzip -q" in text
-    assert "002_7837a9bf9505db0f.txt" in text  # the source of the archive advice
+    assert link_to("002_7837a9bf9505db0f.txt") in text  # the source of the archive advice
 
 
 def test_modules_on_a_site_without_a_module_system_are_refused_on_their_field(seeded):

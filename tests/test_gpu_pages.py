@@ -57,9 +57,10 @@ def test_the_running_job_shows_the_warnings_with_their_sources(user_client, job)
     assert "num_workers=6 in each GPU&#x27;s process (12 CPUs for 2 GPUs)" in page
     assert "pin_memory=True" in page and "torch.autocast" in page
     assert "Ask for 1 GPU instead of 2" in page
+    # The source is the document's title, linked to the portal's copy (seeded imports it).
     assert (
-        '<span class="source">Source: 003_c24777732a429f30.txt, Introduction (aim for &gt;90% '
-        "compute utilization)</span>" in page
+        '<span class="source">Source: <a href="/guidance/documents/003_c24777732a429f30/'
+        '#dgx-cluster-guidelines">DGX cluster guidelines</a></span>' in page
     )
     assert "Efficiency report" not in page  # not before the job ends
 

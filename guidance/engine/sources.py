@@ -1,4 +1,8 @@
-"""Where each rule of the engine comes from: a document of shared/guidance-docs and its section."""
+"""Where each rule of the engine comes from: a document of shared/guidance-docs and its section.
+
+A section is the document's own heading, a nested one written "Outer / Inner" (Inner anywhere
+below Outer): the portal links each to that heading in its copy of the document, and
+tests/test_guidance_documents.py fails when a heading named here is not in the document."""
 
 from dataclasses import dataclass
 
@@ -47,11 +51,16 @@ PROCESSING_INFERENCE = Source(DOC_PROCESSING, "3. Inference")
 PROCESSING_CLEANUP = Source(DOC_PROCESSING, "4. Best Practice")
 
 # DGX cluster guidelines (003).
-UTILIZATION_TARGET = Source(DOC_DGX, "Introduction (aim for >90% compute utilization)")
-RUNAI = Source(DOC_DGX, "Section 1: How to check GPU utilization / On the DGX cluster (Run:ai)")
-DATALOADER = Source(DOC_DGX, "Section 2.1: Make the most of the pytorch dataloader")
-NO_BRAINER_TWEAKS = Source(DOC_DGX, "Section 2.2: No brainer code tweaks")
-CAREFUL_TWEAKS = Source(DOC_DGX, "Section 2.3: code tweaks to think about")
+# The >90% target is in the opening text, under the document's title.
+UTILIZATION_TARGET = Source(DOC_DGX, "DGX cluster guidelines")
+RUNAI = Source(DOC_DGX, "Section 1: How to check GPU utilization / On the DGX cluster")
+_OPTIMIZE = "Section 2: How to Optimize GPU utilization"
+DATALOADER = Source(
+    DOC_DGX,
+    f"{_OPTIMIZE} / 1. Make the most of the pytorch dataloader: torch.utils.data.DataLoader",
+)
+NO_BRAINER_TWEAKS = Source(DOC_DGX, f"{_OPTIMIZE} / 2. No brainer code tweaks")
+CAREFUL_TWEAKS = Source(DOC_DGX, f"{_OPTIMIZE} / 3. code tweaks to think about")
 
 # A user's notes on the federation's clusters (004).
 STORAGE_AREAS = Source(DOC_FEDERATION_NOTES, "Data / Folders/Filesystem")

@@ -1,7 +1,7 @@
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from guidance import markdown
+from guidance import article_values, citations, markdown
 from guidance.engine.notes import describe_hours
 
 register = template.Library()
@@ -11,6 +11,23 @@ register = template.Library()
 def as_markdown(text: str) -> SafeString:
     # The output of render() is sanitized by nh3: safe to mark.
     return mark_safe(markdown.render(text))
+
+
+@register.filter
+def with_values(markdown_text: str, values: dict[str, str] | None) -> str:
+    """An article's Markdown with its placeholders filled in; an unknown one marked (its name
+    is letters, digits and "_.-" only, so it is safe in the HTML)."""
+    return article_values.fill(
+        markdown_text,
+        values or {},
+        lambda name: f'<mark class="{markdown.PLACEHOLDER_ERROR}">{{{{ {name} }}}}</mark>',
+    )
+
+
+@register.filter
+def with_values_text(text: str, values: dict[str, str] | None) -> str:
+    """The same for plain text (a title), escaped where it is shown."""
+    return article_values.fill(text, values or {}, lambda name: f"{{{{ {name} }}}} (unknown)")
 
 
 @register.filter
@@ -37,3 +54,10 @@ def decimal_size(size_bytes: int) -> str:
     while round(value, 2) >= 1000 and unit < len(_DECIMAL_UNITS) - 1:
         value, unit = value / 1000, unit + 1
     return f"{round(value, 2):g} {_DECIMAL_UNITS[unit]}"
+
+
+@register.simple_tag
+def cite(source) -> citations.Citation | None:
+    """The source's label and link; None when there is nothing to cite."""
+    source = citations.as_source(source)
+    return citations.cite(source, citations.known_documents()) if source else None

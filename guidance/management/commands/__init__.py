@@ -1,1 +1,2 @@
-"""seed_guidance: load the published guidance of the clusters the portal ships with."""
+"""seed_guidance: the published guidance the portal ships with; import_guidance_documents: the
+documents it cites."""

@@ -1,9 +1,11 @@
 """Load the guidance the portal starts with. Only what is missing is created: admins' edits stay."""
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from guidance import models, seed
+from guidance.doc_import import import_documents
 from guidance.engine.sources import Source
 from guidance.engine.types import Policy, StorageTier
 from guidance.facts import same_named
@@ -28,6 +30,21 @@ class Command(BaseCommand):
             for article in seed.ARTICLES:
                 self._article(article)
         self.stdout.write(f"Guidance data: {self.created} objects created, the rest kept as is.")
+        self._documents()
+
+    def _documents(self) -> None:
+        # The documents are read, not edited in the admin: each seed brings them up to date.
+        folder = settings.GUIDANCE_DOCS_DIR
+        if not folder.is_dir():
+            self.stdout.write(
+                f"No guidance documents at {folder} (GUIDANCE_DOCS_DIR): sources stay plain text."
+            )
+            return
+        done = import_documents(folder)
+        self.stdout.write(
+            f"Guidance documents: {done.created} created, {done.updated} updated, "
+            f"{done.unchanged} unchanged."
+        )
 
     def _create(self, model, lookup: dict, fields: dict):
         obj = model.objects.filter(**lookup).first()
