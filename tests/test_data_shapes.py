@@ -36,6 +36,7 @@ def test_the_archive_label_names_every_archive():
     assert _suffixes_named(DataKind.ARCHIVE.label) == set(ARCHIVE_SUFFIXES)
 
 
+@pytest.mark.django_db  # the form offers the first cluster's results directory
 def test_the_composers_help_and_choices_name_every_archive():
     form = ComposeForm()
     assert _suffixes_named(form.fields["data_path"].help_text) == set(ARCHIVE_SUFFIXES)
