@@ -79,6 +79,9 @@ def test_results_on_the_processing_sites_local_scratch_are_a_warning():
     warning = note(rec.warnings, "results_not_persistent")
     assert "Local SSD scratch" in warning.message
     assert warning.source == sources.PROCESSING_STAGING
+    # The federation's scratch is shared storage that outlives the job: no warning.
+    rec = advise("narval", results_dir="$SCRATCH/results")
+    assert not {"results_not_persistent", "results_small_quota"} & codes(rec.warnings)
 
 
 def test_each_site_publishes_its_results_directory_from_the_documents():

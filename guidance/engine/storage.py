@@ -220,11 +220,14 @@ def _why_shared(
             sources.SMALL_FILES,
         )
     if archive:
-        held = "shards" if kind == DataKind.SHARDS else "one large archive"
+        held = (
+            f"shards (tar files of about {data.SHARD_GB} GB), and let the program read each"
+            if kind == DataKind.SHARDS
+            else "this one large archive, and let the program read it"
+        )
         return (
-            f"{why}: keep it on shared project storage as {held} (large tar files, about "
-            f"{data.SHARD_GB} GB each for shards), and let the program read each from start to "
-            "end as one stream: large sequential reads instead of opening many small files.",
+            f"{why}: keep it on shared project storage as {held} from start to end as one "
+            "stream: large sequential reads instead of opening many small files.",
             sources.SMALL_FILES,
         )
     return (
@@ -249,11 +252,12 @@ def _warn_about_where_data_lives(
         )
     path = spec.data_path.strip()
     if many_files(spec, cluster):
-        keep = (
-            f"keep the dataset on shared storage as shards of about {data.SHARD_GB} GB"
-            if shared
-            else "keep the dataset as one archive (tar) on shared storage"
-        )
+        if kind in (DataKind.SHARDS, DataKind.ARCHIVE) and path:
+            keep = "kept as large archives, as they should be on shared storage"
+        elif shared:
+            keep = f"keep the dataset on shared storage as shards of about {data.SHARD_GB} GB"
+        else:
+            keep = "keep the dataset as one archive (tar) on shared storage"
         notes.warn(
             "many_small_files",
             f"{spec.file_count:,} files: {keep}. Streaming many files from shared storage is "
@@ -292,12 +296,16 @@ def _warn_about_where_data_lives(
             )
     if shared and should_archive(spec, cluster) and kind in (DataKind.SHARDS, DataKind.ARCHIVE):
         what = "each shard" if kind == DataKind.SHARDS else "the archive"
+        reader = (
+            "Python's zipfile, in the order the members were written"
+            if data.is_zip(path)
+            else "WebDataset, or Python's tarfile.open(path, 'r|*')"
+        )
         notes.tip(
             "read_as_stream",
             f"$DATA_PATH is {'the folder of shards' if kind == DataKind.SHARDS else 'the archive'}"
             f" on shared storage: have the data loader read {what} as a stream, member after "
-            "member (WebDataset, or Python's tarfile.open(path, 'r|*')), never by random "
-            "access to single members.",
+            f"member ({reader}), never by random access to single members.",
             sources.SMALL_FILES,
             "data_path",
         )
@@ -353,12 +361,12 @@ def _check_results(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
     if tier is None:
         return
     source = tier.source or sources.STORAGE_AREAS
-    if not tier.persistent:
+    if tier.kind in (TierKind.NODE_LOCAL, TierKind.MEMORY):  # on the node, not shared storage
         notes.warn(
             "results_not_persistent",
-            f"{spec.results_dir} is on {tier.name}{_where(tier)}, which does not keep files "
-            f"after the job: {tier.purge_policy or 'they may be removed at any time'} Write "
-            "results and checkpoints to persistent storage.",
+            f"{spec.results_dir} is on {tier.name}{_where(tier)}, on the node itself: "
+            f"{tier.purge_policy or 'its files may be removed at any time.'} Write results "
+            "and checkpoints to persistent shared storage.",
             source,
             "results_dir",
         )
