@@ -76,3 +76,13 @@ def test_the_api_takes_the_clusters_results_directory(client, seeded, user):
     [error] = missing.json()["detail"]
     assert error["field"] == "results_dir"
     assert "project data folders" in error["message"]
+
+
+def test_admins_publish_the_results_directory_and_node_local_sizes(staff_client, seeded):
+    from guidance.models import Cluster
+
+    narval = Cluster.objects.get(slug="narval")
+    page = staff_client.get(f"/admin/guidance/cluster/{narval.pk}/change/").content.decode()
+    assert 'value="$PROJECT/results"' in html.unescape(page)
+    assert "node_local_gb" in page  # in each node type's row, empty: the documents do not say
+    assert narval.partitions.get().node_local_gb is None
