@@ -27,6 +27,7 @@ from django.db import transaction
 
 from guidance.engine import Placement, data
 from guidance.engine.archives import ARCHIVE_FORMATS, ARCHIVE_SUFFIXES, ArchiveFormat
+from guidance.models import Partition
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.script_markers import STOP_MARK, STOP_STATUS
@@ -64,6 +65,7 @@ SITES = {
     "processing": Site("site-processing", "$HOME", "$HOME", {}),
     "local": Site("gpu-a100", "$HOME", "$HOME", {}),
 }
+LOCAL_NODE_GB = 300  # the node-local storage the dev cluster's node types publish here
 PROFILES = ("narval", "processing", "local")  # one site of each job environment
 PLACEMENTS = {"memory": 5, "node_local": 50, "shared": 500}  # dataset GB the user declares
 # Every archive the engine accepts, as a shape named by its suffix without the dot ("tar.gz").
@@ -157,6 +159,8 @@ CASES = [
     # 50 GB in 500,000 files on every site profile: the archive the advice makes, extracted on
     # the node, and shards, copied there and read as streams.
     *(Case(site, shape, gb=50, files=500_000) for site in PROFILES for shape in ("tar", "shards")),
+    # ImageNet where the node type publishes room for it: extracted there all the same.
+    Case("local", "tar", gb=200, files=1_281_167),
 ]
 
 
@@ -279,6 +283,10 @@ def rendered(django_db_setup, django_db_blocker, devcluster) -> dict[str, tuple[
 
         admin = get_user_model().objects.create_user("matrix-user")
         call_command("register_devcluster", admin.username, stdout=io.StringIO())
+        # As an admin publishes it: the dev cluster's node types have room for LOCAL_NODE_GB.
+        for partition in Partition.objects.filter(cluster__slug="local"):
+            partition.node_local_gb = LOCAL_NODE_GB
+            partition.save()
         for case in CASES:
             form = ComposeForm(_form(case, "@RUN@", "@REQS@"))
             composed = compose(form)
