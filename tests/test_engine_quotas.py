@@ -15,6 +15,13 @@ def test_a_dataset_no_storage_could_hold_is_refused_on_its_field():
     assert "check the size and its unit" in error.message
 
 
+@pytest.mark.parametrize("dataset_gb", [float("inf"), float("nan"), 10_000_001])
+def test_sizes_beyond_any_storage_are_refused(dataset_gb):
+    assert [e.code for e in advise("processing", dataset_gb=dataset_gb).errors] == [
+        "dataset_too_large"
+    ]
+
+
 def test_a_dataset_over_every_quota_is_refused_naming_the_largest():
     rec = advise("narval", dataset_gb=30_000)  # 30 TB; scratch, the largest, holds 20 TB
     [error] = rec.errors

@@ -59,7 +59,7 @@ def _check_numbers(spec: JobSpec, notes: Notes) -> None:
 
 def _check_size(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
     """A dataset no storage of the cluster could hold cannot be read by its jobs either."""
-    if spec.dataset_gb > MAX_DATASET_GB:
+    if not spec.dataset_gb <= MAX_DATASET_GB:  # also NaN, which no comparison holds
         notes.error(
             "dataset_too_large",
             f"{spec.dataset_gb:g} GB is more than {describe_gb(MAX_DATASET_GB)} (10 PB), more "
