@@ -20,7 +20,7 @@ class PartitionInline(admin.TabularInline):
     extra = 0
     fields = [
         "name", "slurm_partition", "gpu_type", "gpus_per_node", "cpus_per_node",
-        "memory_per_node_mb", "max_hours", "default_hours", "purpose",
+        "memory_per_node_mb", "node_local_gb", "max_hours", "default_hours", "purpose",
     ]  # fmt: skip
     show_change_link = True
 

@@ -43,6 +43,7 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
                 purposes=frozenset({engine.Workload(p.purpose)}) if p.purpose else frozenset(),
                 slurm_partition=p.slurm_partition,
                 source=_source(p),
+                node_local_gb=p.node_local_gb,
             )
             for p in cluster.partitions.all()
             if p.gpu_type_id in gpu_types

@@ -1,7 +1,7 @@
 """The clusters' published guidance, as admins edit it. Every change is kept in its history."""
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.urls import reverse
 from simple_history.models import HistoricalRecords
@@ -136,6 +136,14 @@ class Partition(Sourced):
         choices=[(w.value, w.value.capitalize()) for w in Workload],
         help_text="Set the node type aside for one kind of work; empty for any.",
     )
+    node_local_gb = models.FloatField(
+        "node-local storage (GB)",
+        null=True,
+        blank=True,
+        validators=POSITIVE,
+        help_text="The local disk a job on this node type can count on. Datasets up to this "
+        "size are staged there even above the policy's node-local limit; empty where unknown.",
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -213,6 +221,20 @@ class Policy(Sourced):
     )
     small_file_kb = models.PositiveIntegerField(
         "small file (kB)", default=300, help_text="Files under this size count as small."
+    )
+    results_dir = models.CharField(
+        "results directory",
+        max_length=255,
+        blank=True,
+        validators=[
+            RegexValidator(
+                rf"\A{SAFE_PATH.pattern}\Z",
+                "Letters, digits, '_./-' and variables ($PROJECT) only.",
+            )
+        ],
+        help_text="Where results and checkpoints go unless the user says otherwise, as jobs "
+        "see it (e.g. $PROJECT/results): it starts with $HOME or a variable of the job "
+        "environment. Empty where the site publishes none: users then enter their own.",
     )
     history = HistoricalRecords()
 

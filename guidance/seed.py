@@ -133,7 +133,8 @@ PROCESSING = SeedCluster(
                 source=sources.PROCESSING_CLEANUP,
             ),
         ),
-        # 002's suggestions for one GPU; 000 gives no numbers.
+        # 002's suggestions for one GPU; 000 gives no numbers. 000 keeps training artifacts in
+        # the project data folders but names no path for them: no default results directory.
         policy=Policy(cpus_per_gpu=6, memory_per_gpu_mb=32000, source=sources.SBATCH_ELEMENTS),
         # 000: $SCRATCH is /processing/<user> on the node; no SLURM_TMPDIR, no modules named.
         environment=JobEnvironment(
@@ -251,6 +252,11 @@ FEDERATION_JOB_ENVIRONMENT = JobEnvironment(
 )
 
 
+FEDERATION_RESULTS_DIR = "$PROJECT/results"
+# Node-local storage per node type (Partition.node_local_gb) is not seeded: 004 says only that
+# it depends on the node type, and 001 that a job may find anything from none to a terabyte free.
+
+
 def _federation(
     slug: str,
     name: str,
@@ -274,6 +280,9 @@ def _federation(
                 cpus_per_gpu=cpus_per_gpu,
                 memory_per_gpu_mb=memory_per_gpu_mb,
                 source=sources.SBATCH_ELEMENTS,
+                # 004: home for code and small files (50 GB); datasets and what jobs keep in
+                # the group's project space, which jobs reach as $PROJECT.
+                results_dir=FEDERATION_RESULTS_DIR,
             ),
             environment=FEDERATION_JOB_ENVIRONMENT,
         ),

@@ -281,7 +281,13 @@ class ScriptIn(JobIn):
 
     job_name: str = Field(max_length=64, description="Letters, digits, '.', '_', '+', '-'.")
     command: str = Field(max_length=10_000, description="Runs through bash -c, quoted.")
-    results_dir: str = Field(max_length=1000, description="Persistent storage for results.")
+    results_dir: str = Field(
+        "",
+        max_length=1000,
+        description="Persistent storage for results and checkpoints; when left out, the "
+        "cluster's published results directory (an error names where the documents keep "
+        "results when the cluster publishes none).",
+    )
     account: str = Field("", max_length=64)
     data_path: str = Field(
         "",
@@ -325,6 +331,7 @@ class ScriptIn(JobIn):
             builds_environment=self.environment == BUILD_ON_NODE,
             command=self.command,
             launch=self.launch,
+            results_dir=self.results_dir,
         )
 
     @field_validator("data_path")

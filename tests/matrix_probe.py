@@ -15,6 +15,7 @@ import os
 import pathlib
 import signal
 import socket
+import tarfile
 import time
 
 # A model file each node writes when it will be cancelled: 48 MB takes rsync long enough here.
@@ -29,6 +30,34 @@ def digest(path: pathlib.Path) -> tuple[str, int]:
         sha.update((file.name if file == path else str(file.relative_to(path))).encode())
         sha.update(file.read_bytes())
     return sha.hexdigest(), len(files)
+
+
+def read_data(path: pathlib.Path) -> tuple[str, int]:
+    """As a data loader reads it: a folder of tar shards, or one tar archive read in place, as
+    streams of members (WebDataset-style); anything else file by file. The same digest as the
+    folder the members came from."""
+    if path.is_dir():
+        shards = sorted(path.iterdir())
+        if shards and all(shard.name.endswith(".tar") for shard in shards):
+            return _members(shards)
+    elif ".tar" in path.name:
+        return _members([path])
+    return digest(path)
+
+
+def _members(archives: list) -> tuple[str, int]:
+    found = {}
+    for archive in archives:
+        with tarfile.open(str(archive), "r|*") as stream:  # one pass, never seeking back
+            for member in stream:
+                if member.isfile():
+                    name = member.name[2:] if member.name.startswith("./") else member.name
+                    found[name] = stream.extractfile(member).read()
+    sha = hashlib.sha256()
+    for name in sorted(found, key=lambda name: pathlib.PurePosixPath(name).parts):
+        sha.update(name.encode())
+        sha.update(found[name])
+    return sha.hexdigest(), len(found)
 
 
 def probe_module() -> str:
@@ -88,7 +117,7 @@ def main() -> None:
     rank = int(env.get("NODE_RANK", env.get("SLURM_PROCID", "0")))
     met = rendezvous(rank, world) if world > 1 else {}
     data = pathlib.Path(env["DATA_PATH"])
-    sha, files = digest(data)
+    sha, files = read_data(data)
     last = env.get("LAST_CHECKPOINT", "")
     found = {
         "started": started,

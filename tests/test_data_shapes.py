@@ -36,7 +36,8 @@ def test_the_archive_label_names_every_archive():
     assert _suffixes_named(DataKind.ARCHIVE.label) == set(ARCHIVE_SUFFIXES)
 
 
-def test_the_composers_help_and_choices_name_every_archive(db):
+@pytest.mark.django_db  # the form offers the first cluster's lists and results directory
+def test_the_composers_help_and_choices_name_every_archive():
     form = ComposeForm()
     assert _suffixes_named(form.fields["data_path"].help_text) == set(ARCHIVE_SUFFIXES)
     archive_choice = dict(form.fields["data_kind"].choices)[DataKind.ARCHIVE.value]
@@ -67,13 +68,18 @@ def test_the_dev_clusters_nodes_have_what_unpacks_every_archive(archive):
 
 def test_the_script_matrix_stages_every_shape_on_every_site_profile():
     staged = {
-        (matrix.SITES[case.site].partition, matrix.SHAPES[case.shape][0])
+        (matrix.SITES[case.site].partition, case.shape)
         for case in matrix.CASES
         if case.placement != "shared" and case.ending == "ok"
     }
     for profile in {site.partition for site in matrix.SITES.values()}:
-        names = {name for partition, name in staged if partition == profile}
-        assert {kind_from_name(name) for name in names} == set(DataKind), profile
+        shapes = {shape for partition, shape in staged if partition == profile}
+        names = {matrix.SHAPES[shape][0] for shape in shapes}
+        kinds = {
+            DataKind(matrix.KINDS[shape]) if shape in matrix.KINDS else kind_from_name(name)
+            for shape, name in ((shape, matrix.SHAPES[shape][0]) for shape in shapes)
+        }
+        assert kinds == set(DataKind), profile
         for suffix in ARCHIVE_SUFFIXES:
             assert any(name.endswith(suffix) for name in names), (profile, suffix)
 

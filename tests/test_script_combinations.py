@@ -49,6 +49,8 @@ def _form_data(storage: str, chain: str, nodes: str, template: str) -> dict:
     }
     if cluster == "processing":
         data["modules"] = ""  # its jobs have no module command
+        # It publishes no results directory (000 names project folders, no path): the user's.
+        data["results_dir"] = "/project/def-someuser/results"
     if checkpointing:
         data["checkpointing"] = "on"
     if multi_gpu:

@@ -25,8 +25,9 @@ import pytest
 from django.core.management import call_command
 from django.db import transaction
 
-from guidance.engine import Placement
+from guidance.engine import Placement, data
 from guidance.engine.archives import ARCHIVE_FORMATS, ARCHIVE_SUFFIXES, ArchiveFormat
+from guidance.models import Partition
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.script_markers import STOP_MARK, STOP_STATUS
@@ -64,6 +65,7 @@ SITES = {
     "processing": Site("site-processing", "$HOME", "$HOME", {}),
     "local": Site("gpu-a100", "$HOME", "$HOME", {}),
 }
+LOCAL_NODE_GB = 300  # the node-local storage the dev cluster's node types publish here
 PROFILES = ("narval", "processing", "local")  # one site of each job environment
 PLACEMENTS = {"memory": 5, "node_local": 50, "shared": 500}  # dataset GB the user declares
 # Every archive the engine accepts, as a shape named by its suffix without the dot ("tar.gz").
@@ -74,7 +76,10 @@ SHAPES = {  # the data's name on shared storage, and the file count the user dec
     **{shape: (f"small{suffix}", 2_000) for shape, suffix in ARCHIVES.items()},
     "file": ("weights.bin", 1),
     "missing": ("nowhere", 0),
+    # The small folder cut into tar shards by the advice's own command (data.shard_command).
+    "shards": ("small-shards", 2_000),
 }
+KINDS = {"shards": "shards"}  # the data kind the user chooses where the name cannot tell it
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,15 @@ class Case:
     # portal: the script starts the command; srun: the command's own srun; hidden: an srun in a
     # script the command runs, which the composer cannot see (started on every node).
     launch: str = "portal"
+    # What the user declares instead of the placement's size and the shape's file count (the data
+    # on disk stays small): ImageNet is 200 GB in 1,281,167 files.
+    gb: float | None = None
+    files: int | None = None
 
     @property
     def name(self) -> str:
         parts = [self.site, self.shape, self.placement, f"{self.nodes}n", self.environment]
+        parts += [f"{self.gb:g}gb{self.files}f"] if self.files else []
         parts += [self.launch] if self.launch != "portal" else []
         parts += ["chain"] if self.chain else []
         parts += [self.ending] if self.ending != "ok" else []
@@ -140,6 +150,17 @@ CASES = [
     *(Case(site, nodes=2, launch=launch) for site in PROFILES for launch in ("srun", "hidden")),
     *(Case(site, "large-folder", "shared", nodes=2) for site in PROFILES),
     *(Case(site, environment="requirements", ending="usr1") for site in ("narval", "processing")),
+    # ImageNet on Narval, too large for the node: read in place from shared storage, as the
+    # folder, as the shards the advice makes of it, or as one archive, each read as a stream.
+    *(
+        Case("narval", shape, "shared", gb=200, files=1_281_167)
+        for shape in ("small-folder", "shards", "tar")
+    ),
+    # 50 GB in 500,000 files on every site profile: the archive the advice makes, extracted on
+    # the node, and shards, copied there and read as streams.
+    *(Case(site, shape, gb=50, files=500_000) for site in PROFILES for shape in ("tar", "shards")),
+    # ImageNet where the node type publishes room for it: extracted there all the same.
+    Case("local", "tar", gb=200, files=1_281_167),
 ]
 
 
@@ -161,11 +182,15 @@ def _make_data(root: pathlib.Path) -> dict[str, str]:
     for archive in ARCHIVE_FORMATS:
         for suffix in archive.suffixes:
             make_archive(archive, small, root / f"small{suffix}")
+    # The advice's shards, of the folder as it is here (2,000 files, taken as 20 GB: 4 shards).
+    subprocess.run(["bash", "-c", data.shard_command(str(small), 2000, 20)], check=True)
+    assert len(list((root / "small-shards").glob("shard-*.tar"))) == 4
     return {
         "small-folder": digest(small)[0],
         "large-folder": digest(large)[0],
         **{shape: digest(small)[0] for shape in ARCHIVES},
         "file": digest(root / "weights.bin")[0],
+        "shards": digest(small)[0],
     }
 
 
@@ -211,9 +236,10 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         "job_name": f"m-{case.name}"[:64],
         "account": "portal",
         "workload": "training",
-        "dataset_gb": str(PLACEMENTS[case.placement]),
-        "file_count": str(file_count),
+        "dataset_gb": str(case.gb or PLACEMENTS[case.placement]),
+        "file_count": str(case.files or file_count),
         "data_path": f"{site.data_root}/{run}/data/{data_name}",
+        "data_kind": KINDS.get(case.shape, ""),
         "gpu_count": "1",
         "hours": _hours(case),
         "nodes": str(case.nodes),
@@ -257,6 +283,10 @@ def rendered(django_db_setup, django_db_blocker, devcluster) -> dict[str, tuple[
 
         admin = get_user_model().objects.create_user("matrix-user")
         call_command("register_devcluster", admin.username, stdout=io.StringIO())
+        # As an admin publishes it: the dev cluster's node types have room for LOCAL_NODE_GB.
+        for partition in Partition.objects.filter(cluster__slug="local"):
+            partition.node_local_gb = LOCAL_NODE_GB
+            partition.save()
         for case in CASES:
             form = ComposeForm(_form(case, "@RUN@", "@REQS@"))
             composed = compose(form)
@@ -271,7 +301,15 @@ def test_the_plan_follows_the_data_and_the_placement(rendered):
     for name, (case, composed, notes) in rendered.items():
         assert composed.recommendation.storage.placement == Placement(case.placement), name
         codes = {note.code for note in notes}
-        assert ("archive_folder" in codes) == (case.shape == "small-folder"), name
+        folder_of_many = case.shape == "small-folder"
+        staged = case.placement != "shared"
+        assert ("archive_folder" in codes) == (folder_of_many and staged), name
+        assert ("make_shards" in codes) == (folder_of_many and not staged), name
+        # Above the node's size, shards and archives are read as streams, never extracted.
+        streamed = case.shape in ("shards", "tar") and not staged
+        assert ("read_as_stream" in codes) == streamed, name
+        if streamed:
+            assert composed.recommendation.storage.staging == (), name
 
 
 # --- running them ---------------------------------------------------------------------------------

@@ -20,6 +20,9 @@ THE_USERS_OWN = {
     "hours": "12",
     "nodes": "1",
     "similar_runs": "1",
+    # Where the cluster publishes no results directory (the processing site: 000 names project
+    # folders but no path), the user enters theirs; the templates for the others name one.
+    "results_dir": "/project/def-someuser/results",
 }
 
 

@@ -1,5 +1,6 @@
 """What the data path names, and how a job gets each kind onto the node."""
 
+import math
 import posixpath
 
 from guidance.engine.archives import ARCHIVE_SUFFIXES, ZIP
@@ -36,6 +37,36 @@ def archive_command(folder: str) -> str:
     extracting it gives the same layout as copying the folder."""
     folder = folder.rstrip("/") or folder
     return f"tar -cf {shell_path(folder + '.tar')} -C {shell_path(folder)} ."
+
+
+# Shards of about this size: large enough for long sequential reads, small enough for several
+# data loader workers to read different ones at once (001: large archives, large chunks).
+SHARD_GB = 5
+
+
+def shard_count(dataset_gb: float) -> int:
+    return max(1, math.ceil(dataset_gb / SHARD_GB))
+
+
+def shards_folder(folder: str) -> str:
+    """Where the shards of a folder go: beside it, named after it."""
+    return (folder.rstrip("/") or folder) + "-shards"
+
+
+def shard_command(folder: str, file_count: int, dataset_gb: float) -> str:
+    """The one-off commands that cut a folder of many files into tar shards of about SHARD_GB
+    each, beside it: the files in name order (a sample's files stay together, as WebDataset
+    expects), an equal number per shard, each shard holding paths relative to the folder."""
+    folder = folder.rstrip("/") or folder
+    shards = shards_folder(folder)
+    per_shard = max(1, math.ceil(max(file_count, 1) / shard_count(dataset_gb)))
+    src, dest = shell_path(folder), shell_path(shards)
+    return (
+        f"mkdir -p {dest} && find {src} -type f -printf '%P\\n' | LC_ALL=C sort | "
+        f"split -d -a 5 -l {per_shard} - {dest}/shard- && "
+        f"for list in {dest}/shard-?????; do "
+        f'tar -cf "$list.tar" -C {src} -T "$list" && rm "$list"; done'
+    )
 
 
 def file_name(path: str) -> str:

@@ -40,13 +40,15 @@ def describe(found: PathCheck, cluster: str, chosen: str) -> tuple[bool, str]:
             if found.count and found.count > MANY_FILES
             else f"{found.count or 0:,} files"
         )
+        if chosen == DataKind.SHARDS:
+            return True, f"{found.path} on {cluster} is a folder of {files}, taken as shards."
         text = f"{found.path} on {cluster} is a folder of {files}: the job copies it with rsync."
         if chosen and chosen != DataKind.FOLDER:
             return False, f"{text} You chose '{DataKind(chosen).label}': choose 'A folder'."
         return True, text
     kind = DataKind(chosen) if chosen else kind_from_name(found.path)
     size = f"{(found.count or 0) / 1e6:,.1f} MB"
-    if kind == DataKind.FOLDER:
+    if kind in (DataKind.FOLDER, DataKind.SHARDS):
         return False, (
             f"{found.path} on {cluster} is a file of {size}, not a folder: choose 'An archive' "
             "or 'A single file' as the data kind."

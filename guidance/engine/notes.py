@@ -35,3 +35,11 @@ def describe_hours(hours: float) -> str:
 
 def describe_gb(gb: float) -> str:
     return f"{gb:g} GB"
+
+
+def describe_bytes(count: int) -> str:
+    """Quotas as sites publish them: '50 GB', '20 TB', '2 PB'."""
+    for unit, size in (("PB", 1000**5), ("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2)):
+        if count >= size:
+            return f"{count / size:g} {unit}"
+    return f"{count:,} bytes"

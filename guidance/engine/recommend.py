@@ -26,7 +26,7 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
     storage = plan_storage(
         spec,
         cluster,
-        node_memory_mb=partition.memory_per_node_mb,
+        partition=partition,
         base_memory_mb=base_memory_mb(cluster, gpus_per_node(spec)),
         notes=notes,
     )

@@ -1,12 +1,16 @@
 """Where the data should be while the job runs, how it gets there, and what happens after."""
 
+import re
+
 from guidance.engine import data, sources
-from guidance.engine.notes import Notes, describe_gb
+from guidance.engine.notes import Notes, describe_bytes, describe_gb
+from guidance.engine.shell import split_path
 from guidance.engine.sources import Source
 from guidance.engine.types import (
     Cluster,
     DataKind,
     JobSpec,
+    Partition,
     Placement,
     Step,
     StoragePlan,
@@ -21,6 +25,7 @@ STAGE_DIR = '"$STAGE_DIR"'
 WORK_DIR = '"$WORK_DIR"'  # the job's own folder on node-local storage, holding STAGE_DIR
 RESULTS_DIR = '"$RESULTS_DIR"'
 RESULTS_DEST = '"$RESULTS_DEST"'
+GB = 1000**3
 ON_EVERY_NODE = "srun --ntasks=$SLURM_NNODES --ntasks-per-node=1 "
 
 
@@ -50,24 +55,36 @@ def should_archive(spec: JobSpec, cluster: Cluster) -> bool:
     return many_files(spec, cluster) or small_files(spec, cluster)
 
 
-def data_kind(spec: JobSpec, archive: bool) -> DataKind:
-    """What the user said the data is, else what its name says, else what the plan expects."""
+def data_kind(spec: JobSpec, archive: bool, shared: bool = False) -> DataKind:
+    """What the user said the data is, else what its name says, else what the plan expects:
+    shards when many small files stay on shared storage, one archive when they are staged."""
     if spec.data_kind is not None:
         return spec.data_kind
     if spec.data_path.strip():
         return data.kind_from_name(spec.data_path.strip())
-    return DataKind.ARCHIVE if archive else DataKind.FOLDER
+    if archive:
+        return DataKind.SHARDS if shared else DataKind.ARCHIVE
+    return DataKind.FOLDER
+
+
+def node_local_room(cluster: Cluster, partition: Partition) -> tuple[float, bool]:
+    """(how many GB of node-local storage the job may fill, whether that is the node type's
+    published size rather than the policy's generic limit)."""
+    limit = cluster.policy.node_local_limit_gb
+    published = partition.node_local_gb
+    if published is not None and published > limit:
+        return published, True
+    return limit, False
 
 
 def plan_storage(
-    spec: JobSpec, cluster: Cluster, node_memory_mb: int, base_memory_mb: int, notes: Notes
+    spec: JobSpec, cluster: Cluster, partition: Partition, base_memory_mb: int, notes: Notes
 ) -> StoragePlan:
     """The plan for the job's data; `base_memory_mb` is what the job needs besides the data."""
     policy = cluster.policy
     archive = should_archive(spec, cluster)
-    kind = data_kind(spec, archive)
     fits_in_memory = spec.dataset_gb <= policy.in_memory_limit_gb
-    if fits_in_memory and base_memory_mb + gb_to_mb(spec.dataset_gb) > node_memory_mb:
+    if fits_in_memory and base_memory_mb + gb_to_mb(spec.dataset_gb) > partition.memory_per_node_mb:
         fits_in_memory = False
         notes.warn(
             "dataset_exceeds_node_memory",
@@ -76,7 +93,8 @@ def plan_storage(
             sources.DATASET_SIZE_TIERS,
             "dataset_gb",
         )
-    fits_on_node = spec.dataset_gb <= policy.node_local_limit_gb
+    room, node_type_room = node_local_room(cluster, partition)
+    fits_on_node = spec.dataset_gb <= room
     node_local = cluster.tier(TierKind.NODE_LOCAL)
     results_tier = cluster.tier(TierKind.PROJECT, TierKind.SCRATCH, TierKind.HOME)
 
@@ -90,20 +108,36 @@ def plan_storage(
         source = sources.DATASET_SIZE_TIERS
     elif fits_on_node and node_local is not None and not _may_read_from_network(spec, archive):
         placement = Placement.NODE_LOCAL
-        reason = (
-            f"{describe_gb(spec.dataset_gb)} is more than "
-            f"{describe_gb(policy.in_memory_limit_gb)} and at most "
-            f"{describe_gb(policy.node_local_limit_gb)}: copy it to the node's local storage "
-            f"({node_local.path}) when the job starts. It is orders of magnitude faster than "
-            "shared storage."
-        )
-        source = _node_local_source(spec, node_local)
+        if node_type_room:
+            reason = (
+                f"{describe_gb(spec.dataset_gb)} is more than the "
+                f"{describe_gb(policy.node_local_limit_gb)} that fits node-local storage in "
+                f"general, but {partition.name} nodes have {describe_gb(room)} of it (published "
+                f"for this node type): copy it to the node's local storage ({node_local.path}) "
+                "when the job starts. It is orders of magnitude faster than shared storage."
+            )
+            source = partition.source or sources.DATASET_SIZE_TIERS
+        else:
+            reason = (
+                f"{describe_gb(spec.dataset_gb)} is more than "
+                f"{describe_gb(policy.in_memory_limit_gb)} and at most "
+                f"{describe_gb(policy.node_local_limit_gb)}: copy it to the node's local storage "
+                f"({node_local.path}) when the job starts. It is orders of magnitude faster than "
+                "shared storage."
+            )
+            source = _node_local_source(spec, node_local)
     else:
         placement = Placement.SHARED
-        reason, source = _why_shared(spec, cluster, fits_on_node, node_local)
-
-    _warn_about_where_data_lives(spec, cluster, kind, notes)
-    if placement == Placement.SHARED:
+    shared = placement == Placement.SHARED
+    kind = data_kind(spec, archive, shared)
+    if shared:
+        reason, source = _why_shared(spec, cluster, fits_on_node, node_local, room, archive, kind)
+    elif node_local or cluster.tier(TierKind.MEMORY):
+        reason += " " + _HOW_STAGED[kind]
+    _warn_about_where_data_lives(spec, cluster, kind, fits_on_node, shared, notes)
+    _check_quota(spec, cluster, results_tier if shared else None, notes)
+    _check_results(spec, cluster, notes)
+    if shared:
         return StoragePlan(
             placement,
             cluster.tier(spec.data_location) if spec.data_location else results_tier,
@@ -131,6 +165,15 @@ def plan_storage(
     )
 
 
+# What the job does with each kind of data on the node, in the words of the plan's reason.
+_HOW_STAGED = {
+    DataKind.FOLDER: "The job copies the folder there.",
+    DataKind.ARCHIVE: "The job extracts the archive there, in one stream.",
+    DataKind.FILE: "The job copies the file there.",
+    DataKind.SHARDS: "The job copies the shards there; the program reads each as a stream.",
+}
+
+
 def gb_to_mb(gb: float) -> int:
     return round(gb * 1000)
 
@@ -147,7 +190,13 @@ def _node_local_source(spec: JobSpec, node_local: StorageTier) -> Source:
 
 
 def _why_shared(
-    spec: JobSpec, cluster: Cluster, fits_on_node: bool, node_local: StorageTier | None
+    spec: JobSpec,
+    cluster: Cluster,
+    fits_on_node: bool,
+    node_local: StorageTier | None,
+    room: float,
+    archive: bool,
+    kind: DataKind,
 ) -> tuple[str, Source]:
     if fits_on_node and node_local is not None:  # inference, reading straight from the network
         return (
@@ -159,8 +208,27 @@ def _why_shared(
         why = f"{cluster.name} publishes no node-local storage"
     else:
         why = (
-            f"{describe_gb(spec.dataset_gb)} is more than "
-            f"{describe_gb(cluster.policy.node_local_limit_gb)}, too large for {node_local.path}"
+            f"{describe_gb(spec.dataset_gb)} is more than {describe_gb(room)}, too large for "
+            f"{node_local.path}"
+        )
+    if archive and kind == DataKind.FOLDER:
+        return (
+            f"{why}: it stays on shared project storage, and the job reads the folder in "
+            "place. Opened one by one over the network, its many small files are slow: cut it "
+            f"into shards (tar files of about {data.SHARD_GB} GB, see the tip), a few large "
+            "files read in large sequential chunks.",
+            sources.SMALL_FILES,
+        )
+    if archive:
+        held = (
+            f"shards (tar files of about {data.SHARD_GB} GB), and let the program read each"
+            if kind == DataKind.SHARDS
+            else "this one large archive, and let the program read it"
+        )
+        return (
+            f"{why}: keep it on shared project storage as {held} from start to end as one "
+            "stream: large sequential reads instead of opening many small files.",
+            sources.SMALL_FILES,
         )
     return (
         f"{why}: leave it on "
@@ -171,9 +239,9 @@ def _why_shared(
 
 
 def _warn_about_where_data_lives(
-    spec: JobSpec, cluster: Cluster, kind: DataKind, notes: Notes
+    spec: JobSpec, cluster: Cluster, kind: DataKind, fits_on_node: bool, shared: bool, notes: Notes
 ) -> None:
-    if spec.workload == Workload.TRAINING and spec.dataset_gb > cluster.policy.node_local_limit_gb:
+    if spec.workload == Workload.TRAINING and not fits_on_node:
         notes.warn(
             "training_from_network",
             "Training will read its data over the network, which is slow and loads the cluster "
@@ -182,35 +250,72 @@ def _warn_about_where_data_lives(
             sources.PROCESSING_TRAINING,
             "dataset_gb",
         )
+    path = spec.data_path.strip()
     if many_files(spec, cluster):
+        if kind in (DataKind.SHARDS, DataKind.ARCHIVE) and path:
+            keep = "kept as large archives, as they should be on shared storage"
+        elif shared:
+            keep = f"keep the dataset on shared storage as shards of about {data.SHARD_GB} GB"
+        else:
+            keep = "keep the dataset as one archive (tar) on shared storage"
         notes.warn(
             "many_small_files",
-            f"{spec.file_count:,} files: keep the dataset as one archive (tar) on shared storage "
-            "and extract it on the node. Streaming many files is slow, and every file counts "
-            "against the file quota.",
+            f"{spec.file_count:,} files: {keep}. Streaming many files from shared storage is "
+            "slow, and every file counts against the file quota.",
             sources.SMALL_FILES,
             "file_count",
         )
     elif small_files(spec, cluster):
+        keep = f"shards of about {data.SHARD_GB} GB" if shared else "one tar archive"
         notes.tip(
             "small_files",
             f"Its files average {mean_file_kb(spec):,.0f} kB: shared storage is built for large "
-            "files, so keep the dataset as one tar archive and extract it on the node.",
+            f"files, so keep the dataset as {keep}.",
             sources.ARCHIVE_DATASET,
             "file_count",
         )
-    if should_archive(spec, cluster) and kind == DataKind.FOLDER and spec.data_path.strip():
+    if should_archive(spec, cluster) and kind == DataKind.FOLDER and path:
+        if shared:
+            notes.tip(
+                "make_shards",
+                "Read in place, this folder's files would be opened one by one over the "
+                "network. Cut it once into shards on a login node: "
+                f"`{data.shard_command(path, spec.file_count, spec.dataset_gb)}`, then give "
+                f"{data.shards_folder(path)} as the data path, as a folder of shards.",
+                sources.SMALL_FILES,
+                "data_path",
+            )
+        else:
+            notes.tip(
+                "archive_folder",
+                "The job would copy this folder to the node file by file, which is slow for "
+                "many small files. Archive it once on a login node: "
+                f"`{data.archive_command(path)}`, then give the archive as the data path.",
+                sources.ARCHIVE_DATASET,
+                "data_path",
+            )
+    if shared and should_archive(spec, cluster) and kind in (DataKind.SHARDS, DataKind.ARCHIVE):
+        what = "each shard" if kind == DataKind.SHARDS else "the archive"
+        reader = (
+            "Python's zipfile, in the order the members were written"
+            if data.is_zip(path)
+            else "WebDataset, or Python's tarfile.open(path, 'r|*')"
+        )
         notes.tip(
-            "archive_folder",
-            "The job will copy this folder file by file, which is slow for many small files. "
-            "Archive it once on a login node, then give the archive as the data path: "
-            f"`{data.archive_command(spec.data_path.strip())}`. The job extracts it on the "
-            "node with the same layout.",
-            sources.ARCHIVE_DATASET,
+            "read_as_stream",
+            f"$DATA_PATH is {'the folder of shards' if kind == DataKind.SHARDS else 'the archive'}"
+            f" on shared storage: have the data loader read {what} as a stream, member after "
+            f"member ({reader}), never by random access to single members.",
+            sources.SMALL_FILES,
             "data_path",
         )
     data_tier = cluster.tier(spec.data_location) if spec.data_location else None
-    if data_tier and data_tier.quota_files and spec.file_count > data_tier.quota_files:
+    if (
+        data_tier
+        and data_tier.quota_files
+        and spec.file_count > data_tier.quota_files
+        and (kind == DataKind.FOLDER or not (path or spec.data_kind))  # not one file of many
+    ):
         notes.warn(
             "over_file_quota",
             f"{spec.file_count:,} files are more than {data_tier.name}'s quota of "
@@ -226,6 +331,125 @@ def _warn_about_where_data_lives(
             data_tier.source if data_tier and data_tier.source else sources.STORAGE_AREAS,
             "data_location",
         )
+
+
+def _check_quota(
+    spec: JobSpec, cluster: Cluster, kept_on: StorageTier | None, notes: Notes
+) -> None:
+    """The dataset against the quota of the tier it lives on (or the plan keeps it on)."""
+    tier = cluster.tier(spec.data_location) if spec.data_location else kept_on
+    if tier is None or not tier.quota_bytes or spec.dataset_gb * GB <= tier.quota_bytes:
+        return
+    notes.warn(
+        "over_quota",
+        f"{describe_gb(spec.dataset_gb)} is more than {tier.name}'s quota of "
+        f"{describe_bytes(tier.quota_bytes)}{_where(tier)}: the data cannot all be kept there. "
+        "Keep it where the quota allows, or ask the site for more space.",
+        tier.source or sources.STORAGE_AREAS,
+        "dataset_gb",
+    )
+
+
+# Under this quota a tier is too small for results and checkpoints (home on the federation's
+# sites: 004 keeps it for code and small files).
+SMALL_QUOTA_BYTES = 100 * 1000**3
+
+
+def _check_results(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
+    """Where the results and checkpoints go, when the path says which tier that is."""
+    tier = tier_of_path(cluster, spec.results_dir)
+    if tier is None:
+        return
+    source = tier.source or sources.STORAGE_AREAS
+    if tier.kind in (TierKind.NODE_LOCAL, TierKind.MEMORY):  # on the node, not shared storage
+        notes.warn(
+            "results_not_persistent",
+            f"{spec.results_dir} is on {tier.name}{_where(tier)}, on the node itself: "
+            f"{tier.purge_policy or 'its files may be removed at any time.'} Write results "
+            "and checkpoints to persistent shared storage.",
+            source,
+            "results_dir",
+        )
+    elif tier.quota_bytes is not None and tier.quota_bytes < SMALL_QUOTA_BYTES:
+        quota = f" (quota {describe_bytes(tier.quota_bytes)}" if tier.quota_bytes else " ("
+        quota += f", {tier.quota_files:,} files)" if tier.quota_files else ")"
+        quota = "" if quota == " ()" else quota
+        notes.warn(
+            "results_small_quota",
+            f"{spec.results_dir} is on {tier.name}{quota}: a small space, meant for code and "
+            "small files, which checkpoints fill quickly. Write results and checkpoints to "
+            f"{cluster.policy.results_dir or 'project or scratch storage'} instead.",
+            source,
+            "results_dir",
+        )
+
+
+# The variables paths start with, and the kind of storage each names.
+_TIER_VARIABLES = {
+    "HOME": TierKind.HOME,
+    "SCRATCH": TierKind.SCRATCH,
+    "PROJECT": TierKind.PROJECT,
+    "SLURM_TMPDIR": TierKind.NODE_LOCAL,
+}
+
+
+def tier_of_path(cluster: Cluster, path: str) -> StorageTier | None:
+    """The published tier a path is on: by the tier's own path (a variable in it, such as
+    def-$ACCOUNT, stands for any name), else by the variable the path starts with, as the site
+    sets it in jobs; None when it cannot be told."""
+    variable, rest = split_path(path.strip())
+    if not (variable or rest):
+        return None
+    path = f"${variable}{rest}" if variable else rest  # ~ and ${HOME} as $HOME
+    matches = [t for t in cluster.storage_tiers if t.path and _tier_pattern(t.path).match(path)]
+    if matches:
+        return max(matches, key=lambda t: len(t.path))
+    for name, value in cluster.environment.variables:  # e.g. $SCRATCH is /scratch/$USER
+        if name == variable and value and not value.startswith(f"${name}"):
+            found = tier_of_path(cluster, value + rest)
+            if found:
+                return found
+    kind = _TIER_VARIABLES.get(variable)
+    return cluster.tier(kind) if kind else None
+
+
+def _tier_pattern(tier_path: str) -> re.Pattern:
+    parts = re.split(r"(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)", tier_path.rstrip("/"))
+    body = "".join(
+        # The tier's own leading variable stays itself; one inside the path stands for a name.
+        re.escape(part) if i % 2 == 0 or (i == 1 and parts[0] == "") else "[^/]+"
+        for i, part in enumerate(parts)
+    )
+    return re.compile(rf"{body}(/|$)")
+
+
+def results_default(cluster: Cluster) -> tuple[str, str, Source | None]:
+    """(where results and checkpoints go unless the user says otherwise, why, on whose
+    advice): the cluster's published results directory, or "" and where the documents say
+    they belong when the site publishes no path for it."""
+    path = cluster.policy.results_dir
+    tier = tier_of_path(cluster, path) if path else None
+    if path:
+        on = f" on {tier.name}" if tier else ""
+        return (
+            path,
+            f"{cluster.name}'s results directory{on}, published by its admins.",
+            tier.source if tier and tier.source else cluster.policy.source,
+        )
+    project = cluster.tier(TierKind.PROJECT)
+    if project is not None:
+        return (
+            "",
+            f"{cluster.name} keeps results in {project.name.lower()}"
+            + (f" ({project.path})" if project.path else ", whose path it does not publish")
+            + ": enter yours.",
+            project.source,
+        )
+    return "", f"{cluster.name} publishes no results directory: enter yours.", None
+
+
+def _where(tier: StorageTier) -> str:
+    return f" ({tier.path})" if tier.path else ""
 
 
 def _staging(spec: JobSpec, tier: StorageTier | None, kind: DataKind) -> tuple[Step, ...]:
@@ -249,6 +473,10 @@ def _staging(spec: JobSpec, tier: StorageTier | None, kind: DataKind) -> tuple[S
         action, source = "Copy the data file to the node", copy_source
         command = f"{prefix}cp {DATA_SOURCE} {STAGE_DIR}/"
         why = f"Read it from {tier.path} while the job runs, not over the network."
+    elif kind == DataKind.SHARDS:
+        action, source = "Copy the shards to the node", copy_source
+        command = f"{prefix}rsync -a --info=progress2 {DATA_SOURCE}/ {STAGE_DIR}/"
+        why = f"The program reads each shard as a stream from {tier.path}, not over the network."
     else:
         action, source = "Copy the dataset to the node", copy_source
         command = f"{prefix}rsync -a --info=progress2 {DATA_SOURCE}/ {STAGE_DIR}/"

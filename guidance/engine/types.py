@@ -47,6 +47,9 @@ class DataKind(StrEnum):
     FOLDER = "folder"
     ARCHIVE = "archive"
     FILE = "file"
+    # A folder of tar archives of a few GB each, which the program reads one after another as
+    # streams (WebDataset-style): many small files kept as few large ones (001).
+    SHARDS = "shards"
 
     @property
     def label(self) -> str:
@@ -54,6 +57,7 @@ class DataKind(StrEnum):
             "folder": "A folder",
             "archive": f"An archive ({suffixes_in_words()})",
             "file": "A single file",
+            "shards": "A folder of shards (.tar files read as streams)",
         }[self.value]
 
     @classmethod
@@ -130,6 +134,9 @@ class Partition:
     # The Slurm partition to ask for; empty when Slurm routes by `--gres` type alone.
     slurm_partition: str = ""
     source: Source | None = None
+    # Node-local storage a job on this node type can count on, where the site publishes it;
+    # None: not published, the policy's generic node-local limit applies.
+    node_local_gb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,9 @@ class Policy:
     many_files_threshold: int = 100_000
     small_file_kb: int = 300
     source: Source | None = None
+    # Where results and checkpoints go unless the user says otherwise, as a path starts in jobs
+    # ($PROJECT/results); "" where the site publishes none.
+    results_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -237,6 +247,7 @@ class JobSpec:
     builds_environment: bool = False
     command: str = ""  # as the user wrote it: it tells how the program starts (launch.py)
     launch: Launch | None = None  # None: told from the command
+    results_dir: str = ""  # where results and checkpoints go, as the user wrote it
     overrides: Overrides = Overrides()
 
 

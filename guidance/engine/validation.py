@@ -1,15 +1,21 @@
 """Input checks that stop the engine before it advises on a job that cannot exist."""
 
 from guidance.engine import sources
-from guidance.engine.notes import Notes, describe_gb, describe_hours
+from guidance.engine.notes import Notes, describe_bytes, describe_gb, describe_hours
 from guidance.engine.types import Cluster, JobSpec, TierKind
 
 # Data has to live somewhere that outlives a job before a job can read it.
 PERSISTENT_KINDS = (TierKind.HOME, TierKind.SCRATCH, TierKind.PROJECT, TierKind.NEARLINE)
 
 
+# Beyond any cluster's storage: a larger figure is a slip of the keyboard (or of the unit).
+MAX_DATASET_GB = 10_000_000  # 10 PB
+MAX_FILES = 10_000_000_000
+
+
 def validate(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
     _check_numbers(spec, notes)
+    _check_size(spec, cluster, notes)
     if spec.data_location is not None and spec.data_location not in PERSISTENT_KINDS:
         notes.error(
             "data_location_not_persistent",
@@ -48,6 +54,37 @@ def _check_numbers(spec: JobSpec, notes: Notes) -> None:
     if spec.similar_runs < 1:
         notes.error(
             "not_positive", "The number of similar runs is at least one.", field="similar_runs"
+        )
+
+
+def _check_size(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
+    """A dataset no storage of the cluster could hold cannot be read by its jobs either."""
+    if not spec.dataset_gb <= MAX_DATASET_GB:  # also NaN, which no comparison holds
+        notes.error(
+            "dataset_too_large",
+            f"{spec.dataset_gb:g} GB is more than {describe_gb(MAX_DATASET_GB)} (10 PB), more "
+            "than any cluster's storage: check the size and its unit (GB).",
+            field="dataset_gb",
+        )
+        return
+    if spec.file_count > MAX_FILES:
+        notes.error(
+            "too_many_files",
+            f"{spec.file_count:,} files are more than any file system holds: check the number.",
+            field="file_count",
+        )
+    tiers = [t for t in cluster.storage_tiers if t.kind in PERSISTENT_KINDS]
+    if not tiers or any(not t.quota_bytes for t in tiers):
+        return  # some storage has no published quota: it may hold it
+    largest = max(tiers, key=lambda t: t.quota_bytes or 0)
+    if spec.dataset_gb * 1000**3 > largest.quota_bytes:
+        notes.error(
+            "dataset_over_every_quota",
+            f"{describe_gb(spec.dataset_gb)} is more than any storage on {cluster.name} holds: "
+            f"the largest quota is {largest.name}'s, {describe_bytes(largest.quota_bytes)}. "
+            "Check the size, or ask the site for more space first.",
+            largest.source or sources.STORAGE_AREAS,
+            "dataset_gb",
         )
 
 

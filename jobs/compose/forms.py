@@ -5,10 +5,13 @@ from dataclasses import dataclass, replace
 from django import forms
 from django.core.validators import RegexValidator
 
+from guidance import published
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
 from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.engine.slurm_time import parse_seconds
+from guidance.engine.storage import results_default
+from guidance.facts import cluster_facts
 from guidance.forms import RECOMMEND, AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
 from jobs.compose import script, script_spec
@@ -67,10 +70,13 @@ class ComposeForm(AdviceForm):
     )
     results_dir = forms.CharField(
         label="Results directory",
+        required=False,  # the cluster's default fills it; clean() says why when there is none
         max_length=1000,
-        initial="$HOME/results",
         help_text="Persistent storage for results and checkpoints.",
     )
+    # The results directory the page last offered as the cluster's default: while the field
+    # still holds it, the user has not typed their own, and it follows the chosen cluster.
+    results_default = forms.CharField(required=False, widget=forms.HiddenInput)
     modules = forms.CharField(
         label="Modules to load",
         required=False,
@@ -227,6 +233,44 @@ class ComposeForm(AdviceForm):
             )
         return int(-(-megabytes // 1))
 
+    def __init__(self, data=None, *args, **kwargs):
+        # A copy: the results directory follows the cluster into the data (clean_results_dir).
+        super().__init__(data.copy() if data is not None else None, *args, **kwargs)
+        self.results_default_followed = False
+        self.results_default_reason = ""
+        if not self.is_bound:
+            slug = self.initial.get("cluster") or (
+                self.fields["cluster"].queryset.values_list("slug", flat=True).first()
+            )
+            cluster = published.cluster_with_facts(slug) if slug else None
+            default = self._offer_results_default(cluster)
+            self.initial.setdefault("results_dir", default)
+            self.initial["results_default"] = default
+
+    def _offer_results_default(self, cluster: Cluster | None) -> str:
+        """The cluster's default results directory, with why and on whose advice in the help."""
+        if cluster is None:
+            return ""
+        default, why, source = results_default(cluster_facts(cluster))
+        self.results_default_reason = why
+        self.fields["results_dir"].help_text = (
+            f"Persistent storage for results and checkpoints. {why}"
+            + (f" ({source})" if source else "")
+        )
+        return default
+
+    def clean_results_dir(self) -> str:
+        """The cluster's default while the user has not typed their own: empty, or still the
+        default the page offered for the cluster chosen before."""
+        typed = self.cleaned_data["results_dir"].strip()
+        default = self._offer_results_default(self.cleaned_data.get("cluster"))
+        if not typed or typed == self.data.get("results_default", "").strip():
+            self.results_default_followed = typed != default
+            typed = default
+            self.data["results_dir"] = default
+        self.data["results_default"] = default
+        return typed
+
     def clean_modules(self) -> tuple[str, ...]:
         modules = tuple(self.cleaned_data["modules"].split())
         bad = [m for m in modules if not MODULE_NAME.fullmatch(m)]
@@ -242,6 +286,8 @@ class ComposeForm(AdviceForm):
             self.add_error("environment_path", "Enter the path of the virtualenv or the file.")
         cluster = data.get("cluster")
         if cluster is not None and cluster.scheduler == "slurm":  # others take no scripts
+            if not data.get("results_dir"):
+                self.add_error("results_dir", self.results_default_reason or "Enter a folder.")
             self._check_site(cluster, data)
         return data
 
@@ -289,6 +335,7 @@ class ComposeForm(AdviceForm):
                 memory_mb=data.get("memory"),
                 cpus_per_task=data.get("cpus_per_task"),
             ),
+            results_dir=data.get("results_dir", ""),
         )
 
 

@@ -185,6 +185,7 @@ _KIND_TESTS = {
     DataKind.FOLDER: ("-d", "is not a folder: choose the data kind that it is"),
     DataKind.ARCHIVE: ("-f", "is not an archive file: if it is a folder, choose 'A folder'"),
     DataKind.FILE: ("-f", "is not a file: if it is a folder, choose 'A folder' as the data kind"),
+    DataKind.SHARDS: ("-d", "is not a folder of shards: choose the data kind that it is"),
 }
 
 
@@ -197,7 +198,8 @@ def _check_data(spec: ScriptSpec) -> list[str]:
         '[ -e "$DATA_SOURCE" ] || portal_stop "The data path $DATA_SOURCE does not exist on '
         '$(hostname -s). Correct the data path, or copy the data there first."',
     ]
-    if spec.placement != Placement.SHARED:  # read in place, the program takes it as it is
+    # Read in place, the program takes it as it is; a folder of shards must be one all the same.
+    if spec.placement != Placement.SHARED or spec.data_kind == DataKind.SHARDS:
         test, problem = _KIND_TESTS[spec.data_kind]
         lines.append(f'[ {test} "$DATA_SOURCE" ] || portal_stop "$DATA_SOURCE {problem}."')
     return lines

@@ -22,6 +22,12 @@ TRAIN_ACROSS_NODES = ready_command(Launch.NODE).replace(
 )
 
 
+def _results(modules: str, name: str) -> dict:
+    """The Alliance sites keep results in the group's project space (004); elsewhere the
+    cluster's own default results directory applies (its published policy)."""
+    return {"results_dir": f"$PROJECT/results/{name}"} if modules else {}
+
+
 def _training(modules: str) -> dict:
     return {
         "job_name": "train",
@@ -31,8 +37,7 @@ def _training(modules: str) -> dict:
         "environment": "requirements",
         "environment_path": "$HOME/requirements.txt",
         "command": TRAIN,
-        "results_dir": "$HOME/results/train",
-    }
+    } | _results(modules, "train")
 
 
 def _inference(modules: str) -> dict:
@@ -44,19 +49,21 @@ def _inference(modules: str) -> dict:
         "environment": "venv",
         "environment_path": "$HOME/venvs/inference",
         "command": PREDICT,
-        "results_dir": "$HOME/results/inference",
-    }
+    } | _results(modules, "inference")
 
 
 def _across_nodes(modules: str, gpus_per_node: int) -> dict:
-    return _training(modules) | {
-        "job_name": "train-ddp",
-        "gpu_count": 2 * gpus_per_node,
-        "nodes": 2,
-        "multi_gpu": True,
-        "command": TRAIN_ACROSS_NODES,
-        "results_dir": "$HOME/results/train-ddp",
-    }
+    return (
+        _training(modules)
+        | {
+            "job_name": "train-ddp",
+            "gpu_count": 2 * gpus_per_node,
+            "nodes": 2,
+            "multi_gpu": True,
+            "command": TRAIN_ACROSS_NODES,
+        }
+        | _results(modules, "train-ddp")
+    )
 
 
 ALLIANCE_MODULES = "python/3.11 cuda cudnn"

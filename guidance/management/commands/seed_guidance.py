@@ -116,6 +116,7 @@ class Command(BaseCommand):
                     "max_hours": part.max_hours,
                     "default_hours": part.default_hours,
                     "purpose": next(iter(part.purposes), ""),
+                    "node_local_gb": part.node_local_gb,
                     "note": entry.notes.get(part.name, ""),
                     **_source(part.source),
                 },

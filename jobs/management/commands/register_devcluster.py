@@ -75,7 +75,13 @@ class Command(BaseCommand):
         # Small nodes: 4 CPUs and 8000 MB for 2 GPUs each.
         Policy.objects.get_or_create(
             cluster=cluster,
-            defaults={"cpus_per_gpu": 2, "memory_per_gpu_mb": 2000, "note": DESCRIPTION},
+            # Results in the test user's home, which has no quota here.
+            defaults={
+                "cpus_per_gpu": 2,
+                "memory_per_gpu_mb": 2000,
+                "results_dir": "$HOME/results",
+                "note": DESCRIPTION,
+            },
         )
         # A plain Slurm site: each node's own /localscratch, shared by the jobs on the node (the
         # job makes its folder there and removes it); no per-job directory, no modules.
