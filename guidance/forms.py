@@ -85,6 +85,7 @@ class AdviceForm(forms.Form):
         # Labels read as questions and checkbox sentences: no colons after them.
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+        self.error_sources: dict[str, object] = {}  # an engine error's message -> its Source
         self.offer_choices(cluster or self._chosen_cluster())
 
     def _chosen_cluster(self) -> models.Cluster | None:
@@ -142,3 +143,5 @@ class AdviceForm(forms.Form):
         for note in errors:
             field = note.field if note.field in self.fields else None
             self.add_error(field, note.message)
+            if note.source:  # the page names it beside the message
+                self.error_sources[note.message] = note.source

@@ -81,6 +81,7 @@ def test_a_time_over_the_maximum_is_refused_with_the_limit_and_its_source(page):
     alert = page.locator("#panel .error")
     alert.wait_for()
     assert "a100 jobs on Narval may run 7 days at most" in alert.inner_text()
+    assert "Source: the cluster's public documentation, GPU node types" in alert.inner_text()
     assert page.input_value("input[name=time_limit]") == "8-00:00:00"  # kept as typed
     _fits(page)
 

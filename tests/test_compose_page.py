@@ -241,6 +241,7 @@ def test_values_set_by_hand_reach_the_script_and_the_salloc_line(user_client, se
 def test_a_time_over_the_maximum_is_refused_beside_the_field(user_client, seeded):
     page = user_client.get("/jobs/new/", GOOD | {"time_limit": "8-00:00:00"}).content.decode()
     assert "a100 jobs on Narval may run 7 days at most" in page
+    assert "Source: the cluster&#x27;s public documentation, GPU node types" in page  # the limit's
     assert 'name="time_limit" value="8-00:00:00"' in page  # kept as typed
     assert "#SBATCH" not in page
 

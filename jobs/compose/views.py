@@ -50,14 +50,16 @@ def _reached(data: QueryDict) -> set[str]:
     return set(data.get("reached", "").split(","))
 
 
-def _errors_shown(form: ComposeForm, reached: set[str] | None) -> list[tuple[str, str, str]]:
-    """(field, label, message) of each error to list, all of them unless `reached` says which."""
+def _errors_shown(form: ComposeForm, reached: set[str] | None) -> list[tuple]:
+    """(field, label, message, source) of each error to list, all of them unless `reached` says
+    which; the source is the engine's, for a limit it names."""
     if not form.is_bound:
         return []
-    shown = [("", "", e) for e in form.non_field_errors()]
+    sources = form.error_sources
+    shown = [("", "", e, sources.get(e)) for e in form.non_field_errors()]
     for field in form:
         if reached is None or field.name in reached:
-            shown += [(field.name, field.label, e) for e in field.errors]
+            shown += [(field.name, field.label, e, sources.get(e)) for e in field.errors]
     return shown
 
 
