@@ -100,24 +100,31 @@ class AdviceForm(forms.Form):
         return cluster
 
     def offer_choices(self, cluster: models.Cluster | None) -> None:
-        """GPU types from the cluster's published ones; with no cluster known, the value sent is
-        taken as it is and the cluster's own error speaks."""
-        field = self.fields["gpu_type"]
-        if cluster is None:
-            sent = (self.data.get("gpu_type") or "") if self.is_bound else ""
-            field.choices = [("", RECOMMEND), *([(sent, sent)] if sent else [])]
-            return
-        types = cluster.gpu_types.all()
-        field.choices = [
-            ("", RECOMMEND),
-            *(
+        types = cluster.gpu_types.all() if cluster else ()
+        self.offer(
+            "gpu_type",
+            cluster,
+            "GPU type",
+            [
                 (g.name, f"{g.name} ({g.memory_gb:g} GB{f', {g.model}' if g.model else ''})")
                 for g in types
-            ),
-        ]
+            ],
+        )
+
+    def offer(
+        self, name: str, cluster: models.Cluster | None, what: str, items: list[tuple[str, str]]
+    ) -> None:
+        """A list of the cluster's own names after "Recommend for me". With no cluster known,
+        the value sent is taken as it is and the cluster's own error speaks."""
+        field = self.fields[name]
+        if cluster is None:
+            sent = (self.data.get(name) or "") if self.is_bound else ""
+            field.choices = [("", RECOMMEND), *([(sent, sent)] if sent else [])]
+            return
+        field.choices = [("", RECOMMEND), *items]
         field.error_messages["invalid_choice"] = (
-            f"{cluster.name} has no GPU type “%(value)s”: choose one of "
-            f"{', '.join(g.name for g in types)}, or {RECOMMEND.lower()}."
+            f"{cluster.name} has no {what} “%(value)s”: choose one of "
+            f"{', '.join(value for value, _ in items)}, or {RECOMMEND.lower()}."
         )
 
     def job_spec(self) -> JobSpec:

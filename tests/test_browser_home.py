@@ -12,6 +12,13 @@ from tests.test_browser import browser  # noqa: F401  (the module-wide Chromium)
 SCREENS = {"laptop": (1280, 800), "phone": (390, 844)}
 
 
+def _context(browser, live_server, screen: str):  # noqa: F811
+    width, height = SCREENS[screen]
+    return browser.new_context(
+        base_url=live_server.url, viewport={"width": width, "height": height}
+    )
+
+
 @pytest.fixture
 def alice(transactional_db, django_user_model):
     call_command("seed_guidance", stdout=io.StringIO())
@@ -35,10 +42,8 @@ def alice(transactional_db, django_user_model):
 
 @pytest.mark.parametrize("screen", SCREENS)
 def test_the_home_page_fits_the_screen(browser, live_server, alice, screen):  # noqa: F811
-    width, height = SCREENS[screen]
-    context = browser.new_context(
-        base_url=live_server.url, viewport={"width": width, "height": height}
-    )
+    width, _ = SCREENS[screen]
+    context = _context(browser, live_server, screen)
     page = context.new_page()
     try:
         page.goto("/accounts/login/?next=/")
@@ -57,10 +62,8 @@ def test_the_home_page_fits_the_screen(browser, live_server, alice, screen):  # 
 
 @pytest.mark.parametrize("screen", SCREENS)
 def test_a_visitor_learns_what_the_portal_does_and_can_log_in(browser, live_server, db, screen):  # noqa: F811
-    width, height = SCREENS[screen]
-    context = browser.new_context(
-        base_url=live_server.url, viewport={"width": width, "height": height}
-    )
+    width, _ = SCREENS[screen]
+    context = _context(browser, live_server, screen)
     page = context.new_page()
     try:
         page.goto("/")

@@ -12,7 +12,7 @@ from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import results_default
 from guidance.facts import cluster_facts
-from guidance.forms import RECOMMEND, AdviceForm, ClusterChoiceField, NameChoiceField
+from guidance.forms import AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
 from jobs.compose import script, script_spec
 from jobs.slurm.values import SlurmParseError, parse_memory_mb
@@ -185,24 +185,17 @@ class ComposeForm(AdviceForm):
 
     def offer_choices(self, cluster: Cluster | None) -> None:
         super().offer_choices(cluster)
-        field = self.fields["partition"]
-        if cluster is None:
-            sent = (self.data.get("partition") or "") if self.is_bound else ""
-            field.choices = [("", RECOMMEND), *([(sent, sent)] if sent else [])]
-            return
-        partitions = cluster.partitions.all()
-        field.choices = [
-            ("", RECOMMEND),
-            *(
-                (p.name, f"{p.name}: {p.gpus_per_node} {p.gpu_type.name} GPUs per node, up "
-                 f"to {describe_hours(p.max_hours)}")
+        partitions = cluster.partitions.all() if cluster else ()
+        self.offer(
+            "partition",
+            cluster,
+            "node type",
+            [
+                (p.name, f"{p.name}: {p.gpus_per_node} {p.gpu_type.name} GPUs per node, up to "
+                 f"{describe_hours(p.max_hours)}")
                 for p in partitions
-            ),
-        ]  # fmt: skip
-        field.error_messages["invalid_choice"] = (
-            f"{cluster.name} has no node type “%(value)s”: choose one of "
-            f"{', '.join(p.name for p in partitions)}, or {RECOMMEND.lower()}."
-        )
+            ],
+        )  # fmt: skip
 
     def clean_time_limit(self) -> int | None:
         text = self.cleaned_data["time_limit"].strip()
