@@ -40,7 +40,9 @@ def test_the_data_path_is_checked_on_the_cluster_and_told_in_the_plan(page, fold
     page.select_option("select[name=cluster]", "local")
     page.fill("input[name=dataset_gb]", "50")
     page.fill("input[name=hours]", "0.5")
-    page.fill("input[name=gpu_type]", "a100")
+    # The dev cluster's GPU types come into the list once the live update has the cluster.
+    page.wait_for_selector("select[name=gpu_type] option[value=a100]", state="attached")
+    page.select_option("select[name=gpu_type]", "a100")
     page.fill("textarea[name=command]", 'python3 train.py --data "$DATA_PATH"')
     page.evaluate("window.notReloaded = true")
     page.fill("input[name=data_path]", folder)
