@@ -5,7 +5,6 @@ from dataclasses import dataclass, replace
 from django import forms
 from django.core.validators import RegexValidator
 
-from guidance import published
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
 from guidance.engine.shell import MODULE_NAME, variable_of
@@ -232,11 +231,8 @@ class ComposeForm(AdviceForm):
         self.results_default_followed = False
         self.results_default_reason = ""
         if not self.is_bound:
-            slug = self.initial.get("cluster") or (
-                self.fields["cluster"].queryset.values_list("slug", flat=True).first()
-            )
-            cluster = published.cluster_with_facts(slug) if slug else None
-            default = self._offer_results_default(cluster)
+            # The cluster the page starts on, as the advice form found it for its lists.
+            default = self._offer_results_default(self.fields["cluster"].loaded)
             self.initial.setdefault("results_dir", default)
             self.initial["results_default"] = default
 
