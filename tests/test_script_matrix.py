@@ -396,6 +396,7 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
     _interrupt(devcluster, rendered, ids, run)
     rows = _wait(devcluster, list(ids.values()), timeout=600)
     print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
+    _print_table(rendered, ids, rows)
 
     ran = {}
     for name, job_id in ids.items():
@@ -411,6 +412,20 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
     # The machine is kept between sessions and CI runs: leave no data set behind.
     for root in roots:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _print_table(rendered, ids: dict[str, str], rows: dict[str, tuple[str, str]]) -> None:
+    """Each case as sacct ended it, beside what its ending should give (read with pytest -s)."""
+    width = max(map(len, ids))
+    print(f"{'case':<{width}}  {'job':>6}  {'expected':<9}  {'state':<10}  exit")
+    for name, job_id in sorted(ids.items()):
+        case = rendered[name][0]
+        # A chain is an array: its last part stands for it.
+        parts = sorted(k for k in rows if k == job_id or k.startswith(f"{job_id}_"))
+        state, exit_code = rows[parts[-1]] if parts else ("?", "?")
+        # A data path that is not there stops the job with the portal's own status.
+        expected = "FAILED" if case.shape == "missing" else ENDINGS[case.ending][0]
+        print(f"{name:<{width}}  {job_id:>6}  {expected:<9}  {state:<10}  {exit_code}")
 
 
 def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
