@@ -3,6 +3,7 @@
 from dataclasses import dataclass, replace
 
 from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
@@ -176,11 +177,11 @@ class ComposeForm(AdviceForm):
         )
 
     def advice_is_valid(self) -> bool:
-        """Whether the questions the advice needs are answered, though others may not be yet."""
+        """Whether the questions the advice needs are answered, though others may not be yet.
+        An objection of the engine's (also one about no field) means it has had its say."""
         self.is_valid()
-        return not any(
-            name in self.errors for name in (*AdviceForm.base_fields, "cluster", *OVERRIDES)
-        )
+        asked = (*AdviceForm.base_fields, "cluster", *OVERRIDES, NON_FIELD_ERRORS)
+        return not any(name in self.errors for name in asked)
 
     def offer_choices(self, cluster: Cluster | None) -> None:
         super().offer_choices(cluster)

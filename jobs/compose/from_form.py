@@ -49,7 +49,8 @@ def advice_so_far(form: ComposeForm) -> Recommendation | None:
     answered, so that it shows while the user is still writing the command."""
     if not form.advice_is_valid():
         return None
-    return engine.recommend(form.job_spec(), cluster_facts(form.cleaned_data["cluster"]))
+    rec = engine.recommend(form.job_spec(), cluster_facts(form.cleaned_data["cluster"]))
+    return rec if rec.ok else None
 
 
 def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:

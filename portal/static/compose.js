@@ -28,21 +28,18 @@ document.addEventListener("input", (event) => {
 });
 
 // The fields the user has been to, sent with each live update: its errors speak of those only,
-// not of the fields still empty further down. Saving or submitting shows every error.
-document.addEventListener("focusout", (event) => {
+// not of the fields still empty further down. Saving or submitting shows every error. Typing in
+// a field counts (the update it starts must know), and so does leaving one.
+function markReached(event) {
   const reached = document.getElementById("reached");
   const name = event.target.name;
   if (!reached || !name || !event.target.closest(".compose-fields")) return;
   const names = new Set(reached.value.split(",").filter(Boolean));
   names.add(name);
   reached.value = [...names].join(",");
-});
-document.addEventListener("input", (event) => {
-  const reached = document.getElementById("reached");
-  const name = event.target.name;
-  if (!reached || !name || !event.target.closest(".compose-fields")) return;
-  if (!reached.value.split(",").includes(name)) reached.value += (reached.value ? "," : "") + name;
-});
+}
+document.addEventListener("input", markReached);
+document.addEventListener("focusout", markReached);
 
 // Another cluster has other GPU types and node types: a choice made for the last one is dropped
 // before the live update asks (capture: ahead of htmx's own listener), and the lists come back
