@@ -230,6 +230,11 @@ STATE_EXPLANATIONS = {
 }
 
 
+class JobOrigin(models.TextChoices):
+    PORTAL = "portal", "Submitted here"
+    OUTSIDE = "outside", "Submitted outside the portal"
+
+
 class Job(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs"
@@ -245,6 +250,12 @@ class Job(models.Model):
     slurm_id = models.CharField(max_length=32, blank=True, db_index=True)
     state = models.CharField(max_length=20, choices=JobState, default=JobState.SUBMITTING)
     reason = models.CharField(max_length=200, blank=True)
+    # While it waits: when the scheduler expects to start it (squeue's START_TIME) and how many
+    # pending jobs of its partition come before it by priority (a number, no one's names).
+    expected_start = models.DateTimeField(null=True, blank=True)
+    ahead_in_queue = models.PositiveIntegerField(null=True, blank=True)
+    # Submitted by the portal, or found in the user's accounting (sbatch in a terminal).
+    origin = models.CharField(max_length=10, choices=JobOrigin, default=JobOrigin.PORTAL)
     message = models.TextField(blank=True, help_text="What the cluster said, for the user.")
     exit_code = models.IntegerField(null=True, blank=True)
     signal = models.IntegerField(null=True, blank=True)

@@ -22,8 +22,8 @@ from jobs.slurm.states import SlurmState
 logger = logging.getLogger(__name__)
 
 UPDATED_FIELDS = [
-    "state", "reason", "exit_code", "signal", "elapsed", "started", "ended", "nodes",
-    "partition", "gpu_type", "gpus", "cpus", "elapsed_seconds", "time_limit_seconds",
+    "state", "reason", "expected_start", "exit_code", "signal", "elapsed", "started", "ended",
+    "nodes", "partition", "gpu_type", "gpus", "cpus", "elapsed_seconds", "time_limit_seconds",
     "cpu_seconds", "max_rss_mb", "requested_memory_mb",
 ]  # fmt: skip
 
@@ -133,8 +133,9 @@ def _update(job: Job, rows: list) -> None:
         states.append(JobState.PENDING)
     _account(job, [seen["acct"] for task_id, seen in tasks.items() if task_id and "acct" in seen])
     state = next((s for s in ARRAY_PRECEDENCE if s in states), JobState.PENDING)
-    reason = tasks[""]["queue"].reason if waiting and "queue" in tasks[""] else ""
-    _move(job, state, reason)
+    queued = tasks[""].get("queue") if waiting else None
+    _move(job, state, queued.reason if queued else "")
+    job.expected_start = _aware(queued.start) if queued and state == JobState.PENDING else None
     parts = list(job.tasks.all())
     if state in JobState.final():
         job.exit_code = max((t.exit_code or 0 for t in parts), default=0)
@@ -180,6 +181,8 @@ def _take(job: Job, seen: dict) -> None:
         _account(job, [acct])
     if queue and queue.nodes:
         job.nodes = ",".join(queue.nodes)
+    waiting = queue is not None and seen["state"] == JobState.PENDING
+    job.expected_start = _aware(queue.start) if waiting else None
 
 
 def _move(job: Job, state: str, reason: str) -> None:
