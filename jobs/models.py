@@ -254,6 +254,11 @@ class Job(models.Model):
     # pending jobs of its partition come before it by priority (a number, no one's names).
     expected_start = models.DateTimeField(null=True, blank=True)
     ahead_in_queue = models.PositiveIntegerField(null=True, blank=True)
+    # A waiting job this one was submitted to start sooner than: cancelled once Slurm accepts
+    # this one (jobs.tasks.submit_job).
+    replaces = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaced_by"
+    )
     # Submitted by the portal, or found in the user's accounting (sbatch in a terminal).
     origin = models.CharField(max_length=10, choices=JobOrigin, default=JobOrigin.PORTAL)
     message = models.TextField(blank=True, help_text="What the cluster said, for the user.")
@@ -447,3 +452,21 @@ class GpuSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.device_id} {self.at:%H:%M:%S}"
+
+
+class ClusterLoad(models.Model):
+    """A cluster's GPUs as its last read found them (one sinfo and one squeue per cluster per
+    poll cycle, through any of its users' logins): shown to every user with its age."""
+
+    cluster = models.OneToOneField(
+        "guidance.Cluster", on_delete=models.CASCADE, related_name="load"
+    )
+    read_at = models.DateTimeField(null=True, blank=True, help_text="The last good read.")
+    # One dict per partition and GPU type: total, allocated, unavailable, free, pending.
+    gpus = models.JSONField(default=list)
+    error = models.TextField(blank=True, help_text="Why the last read failed, if it did.")
+    # The worker that reads it now, and until when: two workers never read one cluster at once.
+    reading_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"GPUs of {self.cluster}"

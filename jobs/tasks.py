@@ -18,7 +18,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from guidance.engine.slurm_refusals import explain_refusal
-from jobs.cluster import remote, tracking
+from jobs.cluster import cluster_load, remote, tracking
 from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
@@ -35,12 +35,13 @@ POLL_HOLD_SECONDS = 120
 # Seconds before each retry of a submission the cluster could not take, and of a poll the
 # database cut short: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
+REPLACED = "Cancelled: replaced by Slurm job"
 # What a submission reads: a few columns, not every row's whole text (bench/submit.py).
 SUBMIT_FIELDS = (
     "name", "tag", "script", "state", "slurm_id", "message", "submit_started", "submit_task",
     "account__username", "account__private_key_encrypted",
     "account__cluster__login_host", "account__cluster__login_port",
-    "account__cluster__host_key",
+    "account__cluster__host_key", "replaces",
 )  # fmt: skip
 
 
@@ -72,7 +73,10 @@ def _send_submission(job_id: int) -> None:
 def submit_job(self, job_id: int) -> None:
     job = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS).get(pk=job_id)
     if job.state != JobState.SUBMITTING or job.slurm_id:
-        return  # already done: a second delivery of the same task changes nothing
+        # Already done: a second delivery changes nothing, but finishes a replacement that the
+        # first one may not have (a worker killed between the submission and the cancel).
+        _retire_replaced(job)
+        return
     look_first = job.submit_started is not None
     if not _claim(job, self.request.id):
         return  # another task holds it (the sweep's, or one queued twice): one sbatch at a time
@@ -91,6 +95,24 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)
+        _retire_replaced(job)
+
+
+def _retire_replaced(job: Job) -> None:
+    """The waiting job this one replaces is cancelled only now that Slurm has accepted this one:
+    the user never has neither, and never both for longer than one scancel."""
+    if not job.replaces_id or not job.slurm_id:
+        return
+    old = Job.objects.select_related("account__cluster").get(pk=job.replaces_id)
+    if old.is_final or not old.slurm_id or old.events.filter(detail__startswith=REPLACED).exists():
+        return
+    try:
+        remote.cancel(old)
+    except (remote.SlurmRefused, ClusterError) as error:
+        said = getattr(error, "message", str(error))
+        old.events.create(state=old.state, detail=f"Not cancelled for job {job.slurm_id}: {said}")
+        return
+    old.events.create(state=old.state, detail=f"{REPLACED} {job.slurm_id}, which starts sooner.")
 
 
 def _claim(job: Job, task_id: str) -> bool:
@@ -138,7 +160,8 @@ def submitted_script(job: Job) -> str:
 @shared_task(name="jobs.tasks.poll_clusters", bind=True, max_retries=len(RETRY_DELAYS))
 def poll_clusters(self) -> None:
     """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
-    the new lines of their GPU sample files, over SFTP."""
+    the new lines of their GPU sample files, over SFTP; then one sinfo and one squeue of the
+    whole queue per cluster."""
     holder = self.request.id or str(uuid.uuid4())  # called directly, it is a task of its own
     try:
         for account in _logins_to_poll(timezone.now()):
@@ -153,6 +176,7 @@ def poll_clusters(self) -> None:
             finally:
                 with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
                     ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+        _read_clusters(holder)
     except DATABASE_GONE as error:
         # The database went away (a restart): what a poll read was saved in one transaction or
         # not at all. The same task runs again, polls what is due and takes its holds back;
@@ -161,6 +185,18 @@ def poll_clusters(self) -> None:
             raise  # beat's next polls take over, once the holds expire
         logger.warning("Polling stopped on the database, trying again: %s", error)
         raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
+
+
+def _read_clusters(holder: str) -> None:
+    """Each cluster's GPUs and pending queue, once per cycle: the free-GPU view and each waiting
+    job's place. A cluster that fails to answer costs the others nothing."""
+    for cluster in cluster_load.clusters_to_read():
+        try:
+            cluster_load.refresh(cluster, holder)
+        except DATABASE_GONE:
+            raise
+        except Exception:
+            logger.exception("The GPUs of %s were not read", cluster)
 
 
 def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:

@@ -20,6 +20,7 @@ from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
+from jobs.compose.sooner import can_start_sooner
 from jobs.gpu import efficiency
 from jobs.gpu.monitoring import is_monitored
 from jobs.models import ClusterAccount, Composition, Job, JobState
@@ -68,7 +69,8 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
         # 286 swaps this last answer in and tells htmx to stop asking.
         return response if not obj.is_final else stop_polling(response)
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
-    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | {"monitored": monitored})
+    more = {"monitored": monitored, "can_start_sooner": can_start_sooner(obj)}
+    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | more)
 
 
 def stop_polling(response: HttpResponse) -> HttpResponse:

@@ -37,8 +37,14 @@ def already_sent(request: HttpRequest) -> HttpResponse | None:
     return redirect(job)
 
 
-def send(request: HttpRequest, composition: Composition, account: ClusterAccount) -> HttpResponse:
-    """Makes the job and queues its submission, unless this form made one already."""
+def send(
+    request: HttpRequest,
+    composition: Composition,
+    account: ClusterAccount,
+    replaces: Job | None = None,
+) -> HttpResponse:
+    """Makes the job and queues its submission, unless this form made one already. `replaces`:
+    a waiting job to cancel once Slurm has accepted this one."""
     if sent := already_sent(request):
         return sent
     try:
@@ -50,8 +56,12 @@ def send(request: HttpRequest, composition: Composition, account: ClusterAccount
                 name=composition.fields.get("job_name") or "job",
                 script=composition.script,
                 submission_key=key_of(request),
+                replaces=replaces,
             )
-            job.events.create(state=job.state, detail="Queued for submission.")
+            queued = "Queued for submission"
+            if replaces is not None:
+                queued += f", to replace job {replaces.slurm_id} once Slurm accepts it"
+            job.events.create(state=job.state, detail=f"{queued}.")
             tasks.queue_submission(job)
     except IntegrityError:
         if sent := already_sent(request):  # the other click won the race
