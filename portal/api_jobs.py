@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import PageNumberPagination, paginate
 
 from guidance.models import Cluster
@@ -97,9 +97,9 @@ def _key(request: HttpRequest, field: str | None) -> str:
     return sending.api_key(key)
 
 
-def _submitted(request: HttpRequest, made: submit.Submission) -> tuple[int, Job]:
+def _submitted(made: submit.Submission) -> Status:
     job = Job.objects.select_related("account__cluster").get(pk=made.job.pk)
-    return (201 if made.created else 200), job
+    return Status(201 if made.created else 200, job)
 
 
 # --- Submitting ------------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def _submitted(request: HttpRequest, made: submit.Submission) -> tuple[int, Job]
     operation_id="submit_script",
     summary="Submit a whole sbatch script",
 )
-def submit_script(request: HttpRequest, job: ScriptJobIn) -> tuple[int, Job]:
+def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
     key = _key(request, job.submission_key)
     cluster = _cluster(job.cluster)
     try:
@@ -127,7 +127,7 @@ def submit_script(request: HttpRequest, job: ScriptJobIn) -> tuple[int, Job]:
             for note in findings.notes
         ]
         raise InvalidInput(errors) from None
-    return _submitted(request, made)
+    return _submitted(made)
 
 
 @router.post(
@@ -137,7 +137,7 @@ def submit_script(request: HttpRequest, job: ScriptJobIn) -> tuple[int, Job]:
     operation_id="submit_composition",
     summary="Compose a job's script from the composer's fields (as POST /script) and submit it",
 )
-def submit_composition(request: HttpRequest, job: ComposedJobIn) -> tuple[int, Job]:
+def submit_composition(request: HttpRequest, job: ComposedJobIn) -> Status:
     key = _key(request, job.submission_key)
     form = ComposeForm(job.form_data())
     composed = composed_script(job, form)
@@ -145,7 +145,7 @@ def submit_composition(request: HttpRequest, job: ComposedJobIn) -> tuple[int, J
         made = submit.composed(request.auth.user, form, composed, key)
     except submit.NotSubmitted as refused:
         raise invalid(refused.field, refused.code, refused.message) from None
-    return _submitted(request, made)
+    return _submitted(made)
 
 
 def _only_params(request: HttpRequest, *names: str) -> None:
@@ -217,18 +217,20 @@ def job(request: HttpRequest, job_id: int) -> Job:
     operation_id="job_cancel",
     summary="Cancel a job (scancel); its state shows CANCELLED once Slurm has stopped it",
 )
-def job_cancel(request: HttpRequest, job_id: int) -> tuple[int, Any]:
+def job_cancel(request: HttpRequest, job_id: int) -> Status:
     obj = _get_job_for_user(request, job_id)
     if obj.is_final or not obj.slurm_id:
-        return 409, {"detail": "The job is not queued or running: there is nothing to cancel."}
+        return Status(
+            409, {"detail": "The job is not queued or running: there is nothing to cancel."}
+        )
     try:
         remote.cancel(obj)
     except remote.SlurmRefused as refused:
-        return 409, {"detail": f"Slurm did not cancel it: {refused.message}"}
+        return Status(409, {"detail": f"Slurm did not cancel it: {refused.message}"})
     except ClusterError as error:
         raise ClusterUnavailable(error) from None
     obj.events.create(state=obj.state, detail="Cancel requested.")
-    return 202, obj
+    return Status(202, obj)
 
 
 @router.get(
