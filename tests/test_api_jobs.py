@@ -1,9 +1,13 @@
 """The API's jobs (/api/v1/jobs): submitted once per key, listed, shown and refused as the pages
-do, and nobody else's; the whole loop on the real dev cluster is in test_api_jobs_cluster.py."""
+do, and nobody else's; at the end, the whole loop on the real dev cluster through the API alone
+(submission task and polls run in-process, as in test_jobs_cluster.py)."""
+
+import time
 
 import pytest
 
 from guidance.models import Cluster
+from jobs import tasks
 from jobs.models import Job, JobState, no_login
 from portal.models import ApiToken
 from tests.test_api_script import JOB as COMPOSED
@@ -288,3 +292,82 @@ def test_the_schema_lists_the_job_endpoints(client, db):
     assert {"200", "201", "422"} <= set(submit)
     components = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
     assert "submission_key" in components["ScriptJobIn"]["properties"]
+
+
+# --- The whole loop, on the real dev cluster -------------------------------------------------
+
+
+@pytest.fixture
+def eager_submission(monkeypatch, django_capture_on_commit_callbacks):
+    """The submission task runs in this process as soon as the job commits, as a worker would."""
+    monkeypatch.setattr(tasks.submit_job, "delay", lambda job_id: tasks.submit_job.apply([job_id]))
+
+    def submit(client, secret, **fields):
+        with django_capture_on_commit_callbacks(execute=True):
+            # The dev cluster bills no account: the checker's word about --account is accepted.
+            return _submit(client, secret, cluster="local", accept_findings=True, **fields)
+
+    return submit
+
+
+def _follow(client, secret, job_id: int, until, timeout: float = 60) -> list[str]:
+    """Polls as beat does, reading the job through the API alone, until `until(job)` holds."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(f"/api/v1/jobs/{job_id}", headers=_auth(secret)).json()
+        if not seen or seen[-1] != body["state"]:
+            seen.append(body["state"])
+        if until(body):
+            return seen
+        tasks.poll_clusters.apply()
+        time.sleep(0.5)
+    raise AssertionError(f"the job went through {seen} in {timeout} s")
+
+
+def test_a_job_is_submitted_followed_and_read_through_the_api(
+    client, secret, local_login, eager_submission, stranger
+):
+    script = "#!/bin/bash\n#SBATCH --time=00:02:00\necho hello from $SLURM_JOB_ID; sleep 2\n"
+    first = eager_submission(client, secret, name="api-hello", script=script, submission_key="k1")
+    assert first.status_code == 201, first.content
+    job_id = first.json()["id"]
+    again = eager_submission(client, secret, name="api-hello", script=script, submission_key="k1")
+    assert (again.status_code, again.json()["id"]) == (200, job_id)
+
+    shown = client.get(f"/api/v1/jobs/{job_id}", headers=_auth(secret)).json()
+    assert shown["state"] in JobState.active() and shown["slurm_id"]
+    listed = client.get("/api/v1/jobs?state=active&cluster=local", headers=_auth(secret)).json()
+    assert [j["id"] for j in listed["items"]] == [job_id]
+
+    seen = _follow(client, secret, job_id, lambda job: job["state"] in JobState.final())
+    assert seen[-1] == "COMPLETED", seen
+    done = client.get(f"/api/v1/jobs/{job_id}", headers=_auth(secret)).json()
+    assert done["exit_code"] == 0 and done["nodes"] and done["started"] and done["ended"]
+    assert done["state_explanation"] == JobState.COMPLETED.explanation
+    assert done["efficiency"]["elapsed"]  # the report, once it has ended
+    assert Job.objects.get().slurm_id == shown["slurm_id"]  # one Slurm job for the two POSTs
+
+    out = client.get(f"/api/v1/jobs/{job_id}/output", headers=_auth(secret)).json()
+    assert f"hello from {shown['slurm_id']}" in out["text"]
+    assert client.get(f"/api/v1/jobs/{job_id}/output", headers=_auth(stranger)).status_code == 404
+
+
+def test_a_job_is_cancelled_through_the_api(client, secret, local_login, eager_submission):
+    script = "#!/bin/bash\n#SBATCH --time=00:02:00\nsleep 60\n"
+    job_id = eager_submission(client, secret, name="api-sleep", script=script).json()["id"]
+    _follow(client, secret, job_id, lambda job: job["state"] == "RUNNING")
+    response = client.post(f"/api/v1/jobs/{job_id}/cancel", headers=_auth(secret))
+    assert response.status_code == 202, response.content
+    seen = _follow(client, secret, job_id, lambda job: job["state"] in JobState.final())
+    assert seen[-1] == "CANCELLED", seen
+    again = client.post(f"/api/v1/jobs/{job_id}/cancel", headers=_auth(secret))
+    assert again.status_code == 409
+
+
+def test_a_missing_output_file_is_a_502_in_words(client, secret, local_login, eager_submission):
+    script = "#!/bin/bash\n#SBATCH --time=00:02:00\n#SBATCH --hold\ntrue\n"
+    job_id = eager_submission(client, secret, name="api-held", script=script).json()["id"]
+    response = client.get(f"/api/v1/jobs/{job_id}/output", headers=_auth(secret))
+    assert response.status_code == 502 and "could not" in response.json()["detail"]
+    assert client.post(f"/api/v1/jobs/{job_id}/cancel", headers=_auth(secret)).status_code == 202
