@@ -52,8 +52,9 @@ class ScriptJobIn(Schema):
     )
     accept_findings: bool = Field(
         False,
-        description="Submit despite the script checker's findings (answered 422, code "
-        "'finding', unless this is true), as the composer keeps a hand edit sent twice.",
+        description="Submit despite the script checker's findings (each answered as a 422 "
+        "error of the field 'script' with the checker's code, e.g. 'no_account', unless this "
+        "is true), as the composer keeps a hand edit sent again.",
     )
     submission_key: str | None = Field(None, max_length=255, description=KEY_HELP)
 

@@ -71,11 +71,11 @@ class ClusterUnavailable(Exception):
 
 
 def _get_job_for_user(request: HttpRequest, job_id: int) -> Job:
-    job = Job.objects.select_related("account__cluster").filter(pk=job_id, owner=request.auth.user)
-    found = job.first()
-    if found is None:
+    # The owner is in the query: someone else's job does not exist, as far as this token knows.
+    mine = Job.objects.select_related("account__cluster").filter(owner=request.auth.user)
+    if (job := mine.filter(pk=job_id).first()) is None:
         raise JobNotFound(job_id)
-    return found
+    return job
 
 
 def _key(request: HttpRequest, field: str | None) -> str:
@@ -123,7 +123,7 @@ def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
         raise invalid(refused.field, refused.code, refused.message) from None
     except submit.Findings as findings:
         errors = [
-            FieldError(field="script", code="finding", message=f"{note.message} ({note.code})")
+            FieldError(field="script", code=note.code, message=note.message)
             for note in findings.notes
         ]
         raise InvalidInput(errors) from None
