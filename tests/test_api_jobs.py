@@ -366,9 +366,24 @@ def test_a_job_is_cancelled_through_the_api(client, secret, local_login, eager_s
     assert again.status_code == 409
 
 
-def test_a_missing_output_file_is_a_502_in_words(client, secret, local_login, eager_submission):
+def test_a_cluster_that_cannot_be_reached_is_said_in_words(
+    client, secret, local_login, eager_submission
+):
     script = "#!/bin/bash\n#SBATCH --time=00:02:00\n#SBATCH --hold\ntrue\n"
     job_id = eager_submission(client, secret, name="api-held", script=script).json()["id"]
-    response = client.get(f"/api/v1/jobs/{job_id}/output", headers=_auth(secret))
-    assert response.status_code == 502 and "could not" in response.json()["detail"]
+    cluster = local_login.cluster
+    port, cluster.login_port = cluster.login_port, 9  # nothing listens there
+    cluster.save(update_fields=["login_port"])
+    try:
+        for response in (
+            client.get(f"/api/v1/jobs/{job_id}/output", headers=_auth(secret)),
+            client.post(f"/api/v1/jobs/{job_id}/cancel", headers=_auth(secret)),
+        ):
+            assert response.status_code in (502, 503), response.content
+            said = response.json()["detail"]
+            assert "cluster" in said.lower() and "Traceback" not in said
+            assert response.status_code == 502 or response["Retry-After"]
+    finally:
+        cluster.login_port = port
+        cluster.save(update_fields=["login_port"])
     assert client.post(f"/api/v1/jobs/{job_id}/cancel", headers=_auth(secret)).status_code == 202
