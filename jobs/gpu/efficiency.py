@@ -145,6 +145,19 @@ def job_report(job: Job) -> EfficiencyReport:
     return report(facts_of(job), uses, cluster)
 
 
+def final_report(job: Job) -> EfficiencyReport | None:
+    """The report the job page shows: once the job is final, with something to report."""
+    if not job.is_final:
+        return None
+    cluster = _cluster_facts(job)
+    uses = gpu_uses(job, cluster.policy.utilization_target_percent)
+    return report(facts_of(job), uses, cluster) if _reportable(job, uses) else None
+
+
+def _reportable(job: Job, uses: Sequence[GpuUse]) -> bool:
+    return bool(job.is_final and (job.elapsed_seconds or uses))
+
+
 def gpu_panel(job: Job) -> GpuPanel:
     cluster = _cluster_facts(job)
     target = cluster.policy.utilization_target_percent
@@ -164,14 +177,13 @@ def gpu_panel(job: Job) -> GpuPanel:
         f"{f.node}: {f.note}" if f.node else f.note
         for f in job.sample_files.exclude(note="").order_by("node")
     )
-    final = job.is_final and (job.elapsed_seconds or uses)
     return GpuPanel(
         uses=tuple(uses),
         advice=advice,
         chart=usage_chart(job, uses),
         notes=notes,
         warming_up=bool(job.started and not job.is_final and ran < settings.GPU_WARMUP_SECONDS),
-        report=report(facts_of(job), uses, cluster) if final else None,
+        report=report(facts_of(job), uses, cluster) if _reportable(job, uses) else None,
     )
 
 
