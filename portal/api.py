@@ -22,10 +22,12 @@ from ninja.security import HttpBearer
 from ninja.throttling import SimpleRateThrottle
 
 from guidance import models
+from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose.forms import ComposeForm
 from portal import api_jobs
 from portal.api_planning import InvalidInput, composed_script, plan_job
 from portal.api_schemas import (
+    ClusterGpusOut,
     ClusterOut,
     Errors,
     FieldError,
@@ -180,6 +182,26 @@ def recommendation(request: HttpRequest, job: JobIn) -> dict[str, Any]:
 )
 def clusters(request: HttpRequest) -> Any:
     return models.Cluster.objects.prefetch_related("gpu_types")
+
+
+@api.get(
+    "/clusters/{slug}/gpus",
+    response={200: ClusterGpusOut, 401: Message, 404: Message, 429: Message},
+    url_name="cluster_gpus",
+    operation_id="cluster_gpus",
+    summary="The GPUs free now per node type and GPU type, as the poller last read them",
+)
+def free_gpus(request: HttpRequest, slug: str) -> Any:
+    cluster = models.Cluster.objects.filter(slug=slug).first()
+    if cluster is None:
+        return 404, {"detail": f"There is no cluster {slug!r}."}
+    read = cluster_gpus(cluster)
+    return {
+        "cluster": slug,
+        "read_at": read["read_at"],
+        "error": read["error"],
+        "gpus": read["rows"],
+    }
 
 
 @api.post(

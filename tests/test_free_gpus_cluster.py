@@ -78,7 +78,7 @@ def _rows(cluster) -> dict[str, dict]:
 
 
 def test_the_free_gpus_agree_with_the_nodes_while_jobs_run_and_a_node_is_drained(
-    account, devcluster, cleanup, user_client
+    account, devcluster, cleanup, user_client, client, secret
 ):
     names, drained = cleanup
     running = _sbatch(devcluster, names, "--partition=gpu-a100", "--gres=gpu:a100:1")
@@ -104,6 +104,13 @@ def test_the_free_gpus_agree_with_the_nodes_while_jobs_run_and_a_node_is_drained
     assert "gpu-a100: <strong>3</strong> of 4 a100" in brief
     assert "gpu-rtx: <strong>0</strong> of 2 rtx" in brief
     assert 'hx-get="/jobs/gpus/brief/"' in user_client.get("/jobs/new/").content.decode()
+    # The API gives the same figures, with their age.
+    bearer = {"Authorization": f"Bearer {secret}"}
+    answer = client.get("/api/v1/clusters/local/gpus", headers=bearer).json()
+    by_partition = {row["partition"]: row for row in answer["gpus"]}
+    assert (by_partition["gpu-a100"]["free"], by_partition["gpu-rtx"]["unavailable"]) == (3, 2)
+    assert answer["read_at"] and not answer["error"]
+    assert client.get("/api/v1/clusters/nowhere/gpus", headers=bearer).status_code == 404
 
 
 def test_a_waiting_job_knows_how_many_jobs_come_before_it(account, devcluster, cleanup):
