@@ -108,6 +108,9 @@ class ClusterAccount(models.Model):
     # The task that holds it: run again after the database went away mid-poll, it takes its own
     # hold back at once instead of waiting for it to expire.
     polled_by = models.CharField(max_length=64, blank=True, editable=False)
+    # The end of the last read of the user's jobs from Slurm's accounting (jobs.cluster.history):
+    # the next read asks only for what happened since, less a margin for clocks that disagree.
+    history_read_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = ClusterAccountQuerySet.as_manager()
 
@@ -261,6 +264,9 @@ class Job(models.Model):
     )
     # Submitted by the portal, or found in the user's accounting (sbatch in a terminal).
     origin = models.CharField(max_length=10, choices=JobOrigin, default=JobOrigin.PORTAL)
+    # Where sbatch ran (sacct's WorkDir), for a job submitted outside the portal: its output is
+    # there unless its script said otherwise.
+    work_dir = models.CharField(max_length=300, blank=True)
     message = models.TextField(blank=True, help_text="What the cluster said, for the user.")
     exit_code = models.IntegerField(null=True, blank=True)
     signal = models.IntegerField(null=True, blank=True)
@@ -320,6 +326,11 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in JobState.final()
+
+    @property
+    def is_outside(self) -> bool:
+        """Submitted with sbatch outside the portal: no script, no job folder, no composition."""
+        return self.origin == JobOrigin.OUTSIDE
 
     @property
     def state_explanation(self) -> str:

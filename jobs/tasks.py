@@ -18,11 +18,11 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from guidance.engine.slurm_refusals import explain_refusal
-from jobs.cluster import cluster_load, remote, tracking
+from jobs.cluster import cluster_load, history, remote, tracking
 from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
-from jobs.models import ClusterAccount, Job, JobState
+from jobs.models import ClusterAccount, Job, JobOrigin, JobState
 from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
@@ -160,8 +160,9 @@ def submitted_script(job: Job) -> str:
 @shared_task(name="jobs.tasks.poll_clusters", bind=True, max_retries=len(RETRY_DELAYS))
 def poll_clusters(self) -> None:
     """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
-    the new lines of their GPU sample files, over SFTP; then one sinfo and one squeue of the
-    whole queue per cluster."""
+    the new lines of their GPU sample files, over SFTP. Every login also gets its jobs read from
+    accounting when that is due (one sacct more); then one sinfo and one squeue of the whole
+    queue per cluster."""
     holder = self.request.id or str(uuid.uuid4())  # called directly, it is a task of its own
     try:
         for account in _logins_to_poll(timezone.now()):
@@ -210,6 +211,7 @@ def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
 
 
 def _poll(account: ClusterAccount) -> None:
+    _read_history(account)  # first: a job found there is polled with the others at once
     jobs = list(account.jobs.filter(state__in=JobState.active()))
     if jobs:
         try:
@@ -223,7 +225,7 @@ def _poll(account: ClusterAccount) -> None:
     # GPU samples are read with the states they belong to; failing to read them marks no job
     # stale (the states are fresh) and costs nothing but a retry next poll.
     try:
-        sample_files.collect(account, jobs)
+        sample_files.collect(account, [job for job in jobs if not job.is_outside])
     except ClusterError as error:
         logger.warning("GPU samples of %s not read: %s", account, error.message)
     except DATABASE_GONE:
@@ -235,7 +237,35 @@ def _poll(account: ClusterAccount) -> None:
 
 def _unexplained_stops(since) -> dict:
     """Jobs whose script stopped itself lately and whose reason is not read yet."""
-    return {"state": JobState.FAILED, "exit_code": STOP_STATUS, "message": "", "ended__gte": since}
+    return {
+        "state": JobState.FAILED,
+        "exit_code": STOP_STATUS,
+        "message": "",
+        "ended__gte": since,
+        "origin": JobOrigin.PORTAL,  # only the portal's scripts say why in their stderr
+    }
+
+
+def _read_history(account: ClusterAccount) -> None:
+    """The user's jobs from accounting, those submitted outside the portal included
+    (jobs.cluster.history); a failed read is tried again at the next poll, and stops nothing."""
+    began = time.monotonic()
+    try:
+        found = history.read(account)
+    except ClusterError as error:
+        logger.warning("Jobs of %s not read from accounting: %s", account, error.message)
+        return
+    except DATABASE_GONE:
+        raise  # the whole poll is tried again (poll_clusters)
+    except Exception:
+        logger.exception("Jobs of %s not read from accounting", account)
+        return
+    logger.debug(
+        "Read %s's accounting in %.0f ms: %d new",
+        account,
+        (time.monotonic() - began) * 1000,
+        len(found),
+    )
 
 
 def _say_why_scripts_stopped(account: ClusterAccount) -> None:
@@ -261,7 +291,10 @@ def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
     unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
     return (
         ClusterAccount.objects.filter(
-            active | unread | Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
+            active
+            | unread
+            | Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
+            | history.due(now)
         )
         .select_related("cluster")
         .distinct()

@@ -24,7 +24,7 @@ from jobs.slurm.nodes import (
     parse_partitions,
 )
 from jobs.slurm.pending import PENDING_ARGV, PendingJob, parse_pending
-from jobs.slurm.sacct import parse_sacct, sacct_argv
+from jobs.slurm.sacct import AccountedJob, parse_sacct, sacct_argv
 from jobs.slurm.sbatch import TEST_ONLY_ARGV, WouldStart, parse_sbatch, parse_test_only
 from jobs.slurm.squeue import parse_squeue, squeue_argv
 
@@ -196,6 +196,17 @@ def read_load(account: ClusterAccount) -> Load:
     if queue.exit_status != 0:
         raise slurm_not_answering("squeue", queue.stderr)
     return Load(parse_free_gpus(nodes.stdout), parse_pending(queue.stdout))
+
+
+def accounting_since(account: ClusterAccount, since: datetime) -> list[AccountedJob]:
+    """One sacct: every job of the login's user that was eligible, ran or ended since `since`,
+    however it was submitted (the portal's are known by their comment)."""
+    login = login_for(account)
+    window = since.astimezone(UTC).replace(tzinfo=None)  # read in UTC (values.IN_UTC)
+    result = gateway.run(login, sacct_argv(login.username, window))
+    if result.exit_status != 0:
+        raise slurm_not_answering("sacct", result.stderr)
+    return parse_sacct(result.stdout)
 
 
 def output_tail(job: Job, stream: str) -> bytes:

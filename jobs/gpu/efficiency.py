@@ -3,7 +3,7 @@ its GPUs and samples, turned into the engine's facts (guidance.engine.efficiency
 and Job.gpu_warning, kept up to date."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -14,7 +14,9 @@ from guidance import engine
 from guidance.engine.efficiency import (
     EfficiencyReport,
     JobFacts,
+    Usage,
     report,
+    usage_of,
 )
 from guidance.engine.gpu_use import GpuAdvice, GpuUse, advise
 from guidance.facts import cluster_facts
@@ -24,6 +26,16 @@ from jobs.models import GpuDevice, GpuSample, Job, JobState
 
 
 def facts_of(job: Job) -> JobFacts:
+    facts = _accounted(job)
+    return facts if facts.gpu_type else replace(facts, gpu_type=_composed_gpu_type(job))
+
+
+def usage(job: Job) -> Usage:
+    """The jobs list's figures of a job: no query (facts_of may read its composition)."""
+    return usage_of(_accounted(job))
+
+
+def _accounted(job: Job) -> JobFacts:
     return JobFacts(
         gpus=job.gpus,
         cpus=job.cpus,
@@ -32,7 +44,7 @@ def facts_of(job: Job) -> JobFacts:
         cpu_seconds=job.cpu_seconds,
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,
-        gpu_type=job.gpu_type or _composed_gpu_type(job),
+        gpu_type=job.gpu_type,
         timed_out=job.state == JobState.TIMEOUT,
     )
 

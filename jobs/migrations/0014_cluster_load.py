@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('guidance', '0006_node_local_and_results'),
-        ('jobs', '0011_following'),
+        ('jobs', '0013_accounting_history'),
     ]
 
     operations = [
