@@ -9,6 +9,7 @@ import contextlib
 import statistics
 import sys
 import time
+from datetime import timedelta
 
 from cluster_setup import CountingCommands, portal_with_local_cluster
 
@@ -18,19 +19,26 @@ RUNS = 5
 
 @contextlib.contextmanager
 def without_additions(tasks):
-    """The cycle as it was before each cycle also read the whole cluster."""
-    read_clusters = tasks._read_clusters
-    tasks._read_clusters = lambda holder: None
+    """The cycle as it was before it also read the whole cluster and the login's history."""
+    start_reads, history_window = tasks._start_cluster_reads, tasks.history.window
+    tasks._start_cluster_reads = lambda holder, background: []
+    tasks.history.window = lambda account, now: None
     try:
         yield
     finally:
-        tasks._read_clusters = read_clusters
+        tasks._start_cluster_reads, tasks.history.window = start_reads, history_window
 
 
 def one_cycle(tasks, gateway, counting) -> tuple[float, int]:
-    from jobs.models import ClusterLoad
+    from django.conf import settings
+    from django.utils import timezone
 
-    ClusterLoad.objects.update(read_at=None)  # due, as at the start of each beat period
+    from jobs.models import ClusterAccount, ClusterLoad
+
+    # Due, as at the start of each beat period: the cluster's read and the login's history.
+    ClusterLoad.objects.update(read_at=None)
+    last_read = timezone.now() - timedelta(seconds=settings.HISTORY_READ_SECONDS + 1)
+    ClusterAccount.objects.update(history_read_until=last_read)
     with counting(gateway) as counter:
         start = time.perf_counter()
         tasks.poll_clusters.apply()
@@ -82,7 +90,7 @@ def main() -> None:
         active = Job.objects.filter(state__in=JobState.active()).count()
         cycle = (
             f"one poll cycle {wall:7.1f} ms, {commands} SSH commands; "
-            f"without the cluster-wide read {bare:7.1f} ms, {bare_commands} SSH commands; "
+            f"without the cluster and history reads {bare:7.1f} ms, {bare_commands} SSH commands; "
             f"ratio {wall / bare:.2f} "
             f"(squeue + sacct alone: {fetched * 1000:.1f} ms, {len(snapshot.queue)} rows)"
         )

@@ -8,6 +8,7 @@ import logging
 import math
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
 from celery import shared_task
@@ -165,19 +166,10 @@ def poll_clusters(self) -> None:
     queue per cluster."""
     holder = self.request.id or str(uuid.uuid4())  # called directly, it is a task of its own
     try:
-        for account in _logins_to_poll(timezone.now()):
-            if not _hold_for_polling(account, holder):
-                continue  # another worker polls it right now
-            began = time.monotonic()
-            try:
-                _poll(account)
-                # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
-                # workers never poll one login at once.
-                logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
-            finally:
-                with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
-                    ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
-        _read_clusters(holder)
+        with ThreadPoolExecutor(max_workers=2) as background:
+            started = _start_cluster_reads(holder, background)
+            _poll_logins(holder)
+            _finish_cluster_reads(started)
     except DATABASE_GONE as error:
         # The database went away (a restart): what a poll read was saved in one transaction or
         # not at all. The same task runs again, polls what is due and takes its holds back;
@@ -188,12 +180,38 @@ def poll_clusters(self) -> None:
         raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
 
 
-def _read_clusters(holder: str) -> None:
-    """Each cluster's GPUs and pending queue, once per cycle: the free-GPU view and each waiting
-    job's place. A cluster that fails to answer costs the others nothing."""
-    for cluster in cluster_load.clusters_to_read():
+def _poll_logins(holder: str) -> None:
+    for account in _logins_to_poll(timezone.now()):
+        if not _hold_for_polling(account, holder):
+            continue  # another worker polls it right now
+        began = time.monotonic()
         try:
-            cluster_load.refresh(cluster, holder)
+            _poll(account)
+            # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
+            # workers never poll one login at once.
+            logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
+        finally:
+            with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
+                ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+
+
+def _start_cluster_reads(holder: str, background: ThreadPoolExecutor) -> list[tuple]:
+    """Each cluster's GPUs and pending queue, once per cycle (the free-GPU view and each waiting
+    job's place): its two commands run while the logins are polled, on a thread of their own."""
+    started = []
+    for cluster in cluster_load.clusters_to_read():
+        taken = cluster_load.take(cluster, holder)
+        if taken is not None:
+            load, account = taken
+            started.append((cluster, load, background.submit(remote.read_load, account)))
+    return started
+
+
+def _finish_cluster_reads(started: list[tuple]) -> None:
+    """Saves them once the logins' states are in; a cluster that fails costs the others nothing."""
+    for cluster, load, reading in started:
+        try:
+            cluster_load.finish(load, cluster, reading.result)
         except DATABASE_GONE:
             raise
         except Exception:
@@ -211,16 +229,21 @@ def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
 
 
 def _poll(account: ClusterAccount) -> None:
-    _read_history(account)  # first: a job found there is polled with the others at once
-    jobs = list(account.jobs.filter(state__in=JobState.active()))
-    if jobs:
-        try:
-            since = min(job.submitted or job.created for job in jobs)
-            snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
-        except ClusterError:
-            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
-            return
-        tracking.apply(snapshot, jobs)
+    now = timezone.now()
+    history_since = history.window(account, now)
+    # The history's sacct runs while the login's own squeue and sacct do, on the same connection:
+    # the poll waits for the longer of the two, not for both (bench/poll.py).
+    with ThreadPoolExecutor(max_workers=1) as background:
+        reading = (
+            background.submit(remote.accounting_since, account, history_since)
+            if history_since is not None
+            else None
+        )
+        jobs = _poll_states(account)
+        if reading is not None:
+            _save_history(account, reading, history_since, now)
+    if jobs is None:
+        return  # the login did not answer: its jobs are stale
     _say_why_scripts_stopped(account)
     # GPU samples are read with the states they belong to; failing to read them marks no job
     # stale (the states are fresh) and costs nothing but a retry next poll.
@@ -235,6 +258,20 @@ def _poll(account: ClusterAccount) -> None:
         logger.exception("GPU samples of %s not stored", account)
 
 
+def _poll_states(account: ClusterAccount) -> list[Job] | None:
+    """squeue and sacct for the login's active jobs; None when the login did not answer."""
+    jobs = list(account.jobs.filter(state__in=JobState.active()))
+    if jobs:
+        try:
+            since = min(job.submitted or job.created for job in jobs)
+            snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
+        except ClusterError:
+            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
+            return None
+        tracking.apply(snapshot, jobs)
+    return jobs
+
+
 def _unexplained_stops(since) -> dict:
     """Jobs whose script stopped itself lately and whose reason is not read yet."""
     return {
@@ -246,12 +283,11 @@ def _unexplained_stops(since) -> dict:
     }
 
 
-def _read_history(account: ClusterAccount) -> None:
+def _save_history(account: ClusterAccount, reading: Future, since, now) -> None:
     """The user's jobs from accounting, those submitted outside the portal included
     (jobs.cluster.history); a failed read is tried again at the next poll, and stops nothing."""
-    began = time.monotonic()
     try:
-        found = history.read(account)
+        found = history.save(account, reading.result(), since, now)
     except ClusterError as error:
         logger.warning("Jobs of %s not read from accounting: %s", account, error.message)
         return
@@ -260,12 +296,8 @@ def _read_history(account: ClusterAccount) -> None:
     except Exception:
         logger.exception("Jobs of %s not read from accounting", account)
         return
-    logger.debug(
-        "Read %s's accounting in %.0f ms: %d new",
-        account,
-        (time.monotonic() - began) * 1000,
-        len(found),
-    )
+    if found:
+        logger.debug("Found %d jobs of %s in its accounting", len(found), account)
 
 
 def _say_why_scripts_stopped(account: ClusterAccount) -> None:

@@ -31,15 +31,32 @@ def clusters_to_read():
 def refresh(cluster: Cluster, holder: str) -> bool:
     """Reads the cluster unless a read younger than most of a cycle exists or another worker
     reads it now; returns whether it read."""
+    taken = take(cluster, holder)
+    if taken is None:
+        return False
+    load, account = taken
+    return finish(load, cluster, lambda: remote.read_load(account))
+
+
+def take(cluster: Cluster, holder: str) -> tuple[ClusterLoad, ClusterAccount] | None:
+    """Holds the cluster's read for this worker when one is due, with the login to read it
+    through; None when no read is due, another worker reads it, or no one has a login there."""
     load, _ = ClusterLoad.objects.get_or_create(cluster=cluster)
     if not _hold(load, holder):
-        return False
+        return None
+    account = _reader(cluster)
+    if account is None:
+        _release(load)
+        return None
+    return load, account
+
+
+def finish(load: ClusterLoad, cluster: Cluster, result) -> bool:
+    """Saves what `result()` read (remote.read_load, or its future's result) and lets the
+    cluster go; a cluster that did not answer keeps its last figures and says why."""
     try:
-        account = _reader(cluster)
-        if account is None:
-            return False
         try:
-            found = remote.read_load(account)
+            found = result()
         except ClusterError as error:
             ClusterLoad.objects.filter(pk=load.pk).update(error=error.message)
             logger.warning("GPUs of %s not read: %s", cluster, error.message)
@@ -47,7 +64,11 @@ def refresh(cluster: Cluster, holder: str) -> bool:
         _save(load, cluster, found)
         return True
     finally:
-        ClusterLoad.objects.filter(pk=load.pk).update(reading_until=None)
+        _release(load)
+
+
+def _release(load: ClusterLoad) -> None:
+    ClusterLoad.objects.filter(pk=load.pk).update(reading_until=None)
 
 
 def _hold(load: ClusterLoad, holder: str) -> bool:

@@ -41,15 +41,29 @@ def read(account: ClusterAccount, now: datetime | None = None) -> list[Job]:
     the portal does not know yet; returns those. A ClusterError leaves the last read's end as it
     was, so the next read covers this one's window."""
     now = now or timezone.now()
-    if not ClusterAccount.objects.filter(due(now), pk=account.pk).exists():
+    since = window(account, now)
+    if since is None:
         return []
+    return save(account, remote.accounting_since(account, since), since, now)
+
+
+def window(account: ClusterAccount, now: datetime) -> datetime | None:
+    """Where the read due at `now` starts; None when none is due. `now` is taken before sacct
+    runs, so that the next window starts before anything this read could miss."""
+    if not ClusterAccount.objects.filter(due(now), pk=account.pk).exists():
+        return None
     if _submission_in_flight(account, now):
         # Its Slurm job may be listed before the portal has saved its id; on a cluster whose
         # accounting keeps no comments it would pass for an outside job. The next cycle reads it.
-        return []
+        return None
     last = account.history_read_until
-    since = last - MARGIN if last else now - timedelta(days=settings.HISTORY_DAYS)
-    rows = remote.accounting_since(account, since)  # `now` was taken before sacct ran
+    return last - MARGIN if last else now - timedelta(days=settings.HISTORY_DAYS)
+
+
+def save(
+    account: ClusterAccount, rows: list[AccountedJob], since: datetime, now: datetime
+) -> list[Job]:
+    """Makes a job of each row the portal does not follow yet, and moves the window on."""
     with transaction.atomic():
         found = _outside_jobs(account, rows, since)
         ClusterAccount.objects.filter(pk=account.pk).update(history_read_until=now)
