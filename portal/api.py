@@ -175,7 +175,7 @@ def recommendation(request: HttpRequest, job: JobIn) -> dict[str, Any]:
 
 @api.get(
     "/clusters",
-    response={200: list[ClusterOut], 401: Message, 429: Message},
+    response={200: list[ClusterOut], 400: Message, 401: Message, 429: Message},
     url_name="clusters",
     operation_id="clusters",
     summary="The clusters and their GPU types",
@@ -186,7 +186,7 @@ def clusters(request: HttpRequest) -> Any:
 
 @api.get(
     "/clusters/{slug}/gpus",
-    response={200: ClusterGpusOut, 401: Message, 404: Message, 429: Message},
+    response={200: ClusterGpusOut, 400: Message, 401: Message, 404: Message, 429: Message},
     url_name="cluster_gpus",
     operation_id="cluster_gpus",
     summary="The GPUs free now per node type and GPU type, as the poller last read them",

@@ -5,7 +5,7 @@ PostgreSQL can neither store nor look up text with a NUL: any such value that re
 is refused before any view sees it. JSON bodies are the API's: its schemas refuse NUL (422).
 """
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 NUL = "\x00"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -30,5 +30,7 @@ class RefuseNulCharacters:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if _holds_nul(request):
+            if request.path.startswith("/api/"):  # the API answers in its one shape of errors
+                return JsonResponse({"detail": SAID}, status=400)
             return HttpResponseBadRequest(SAID, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
