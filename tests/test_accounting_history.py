@@ -144,7 +144,8 @@ def test_the_second_read_asks_only_for_what_happened_since_the_first(local_login
         began = timezone.now()
         tasks.poll_clusters()
         [first] = commands.history_reads()
-        assert abs(_starttime(first) - (began - timedelta(days=14))) < timedelta(minutes=1)
+        back = timedelta(days=settings.HISTORY_DAYS)
+        assert abs(_starttime(first) - (began - back)) < timedelta(minutes=1)
 
         local_login.refresh_from_db()
         read_until = local_login.history_read_until

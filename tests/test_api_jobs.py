@@ -8,7 +8,7 @@ import pytest
 
 from guidance.models import Cluster
 from jobs import tasks
-from jobs.models import Job, JobState, no_login
+from jobs.models import Job, JobOrigin, JobState, no_login
 from portal.models import ApiToken
 from tests.test_api_script import JOB as COMPOSED
 from tests.test_job_pages import _account
@@ -347,7 +347,8 @@ def test_a_job_is_submitted_followed_and_read_through_the_api(
     assert done["exit_code"] == 0 and done["nodes"] and done["started"] and done["ended"]
     assert done["state_explanation"] == JobState.COMPLETED.explanation
     assert done["efficiency"]["elapsed"]  # the report, once it has ended
-    assert Job.objects.get().slurm_id == shown["slurm_id"]  # one Slurm job for the two POSTs
+    # One Slurm job for the two POSTs.
+    assert Job.objects.get(origin=JobOrigin.PORTAL).slurm_id == shown["slurm_id"]
 
     out = client.get(f"/api/v1/jobs/{job_id}/output", headers=_auth(secret)).json()
     assert f"hello from {shown['slurm_id']}" in out["text"]

@@ -172,5 +172,6 @@ def test_the_cluster_is_read_once_per_cycle_whatever_the_number_of_logins(
 
     assert first_cycle.count(FREE_GPUS_ARGV) == 1
     assert first_cycle.count(PENDING_ARGV) == 1
-    assert sum("sacct" in argv for argv in first_cycle) == len(accounts)
+    # Each login's own sacct (its jobs, by id) and its history's (its window): none more.
+    assert sum("sacct" in argv for argv in first_cycle) == 2 * len(accounts)
     assert FREE_GPUS_ARGV not in ran and PENDING_ARGV not in ran

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from jobs import tasks
-from jobs.models import Job, JobState
+from jobs.models import Job, JobOrigin, JobState
 from tests.test_validation import LOCAL
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -83,5 +83,6 @@ def test_a_waiting_job_moves_to_an_idle_gpu_type_and_leaves_one_job(
         time.sleep(0.5)
     assert waiting.state == JobState.CANCELLED
     assert waiting.events.filter(detail__contains=f"replaced by Slurm job {new.slurm_id}").exists()
-    assert list(Job.objects.filter(owner=user).exclude(state=JobState.CANCELLED)) == [new]
+    mine = Job.objects.filter(owner=user, origin=JobOrigin.PORTAL)
+    assert list(mine.exclude(state=JobState.CANCELLED)) == [new]
     devcluster.ssh(f"scancel {new.slurm_id}")
