@@ -23,6 +23,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState
+from jobs.notify import mail
 from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
@@ -153,6 +154,9 @@ def poll_clusters(self) -> None:
             finally:
                 with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
                     ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+        # Once the states, the scripts' reason lines and GPU warnings are saved; also those a
+        # failing mail server left for later.
+        mail.send_due()
     except DATABASE_GONE as error:
         # The database went away (a restart): what a poll read was saved in one transaction or
         # not at all. The same task runs again, polls what is due and takes its holds back;

@@ -4,6 +4,7 @@ from jobs import views
 from jobs.cluster import login_views
 from jobs.compose import views as compose_views
 from jobs.gpu import usage_views
+from jobs.notify import views as notify_views
 
 app_name = "jobs"
 
@@ -29,4 +30,13 @@ urlpatterns = [
     path("logins/<slug:slug>/key/", login_views.account_create, name="account_create"),
     path("logins/<int:pk>/test/", login_views.account_test, name="account_test"),
     path("usage/", usage_views.usage, name="usage"),
+    path("notifications/", notify_views.notifications, name="notifications"),
+    path("notifications/count/", notify_views.notification_count, name="notification_count"),
+    path("notifications/new/", notify_views.notifications_push, name="notifications_push"),
+    path(
+        "notifications/settings/",
+        notify_views.notification_settings,
+        name="notification_settings",
+    ),
+    path("<int:pk>/notifications/", notify_views.job_notifications, name="job_notifications"),
 ]
