@@ -10,6 +10,7 @@ import smtplib
 
 import pytest
 from django.core import mail
+from django.db import OperationalError
 from django.utils.html import escape
 
 from guidance.models import Cluster
@@ -30,6 +31,7 @@ from jobs.models import (
     NotifyEvent,
 )
 from jobs.notify import mail as notify_mail
+from jobs.notify import record
 from jobs.slurm.sacct import parse_sacct
 from jobs.slurm.squeue import parse_squeue
 from tests.test_efficiency import add_samples, resnet_job
@@ -308,3 +310,24 @@ def test_the_per_job_form_is_loaded_into_the_job_page(account, user_client):
     ).content.decode()
     assert "Saved." in saved and "This job's own choice" in saved
     assert Job.objects.get(pk=job.pk).state == JobState.PENDING
+
+
+def test_a_poll_cut_short_records_nothing_and_its_retry_records_once(
+    account, cluster, everything, monkeypatch
+):
+    job = _job(account, "32")
+    recorded = record.state_changes
+
+    def cut_short(*args) -> None:
+        recorded(*args)
+        raise OperationalError("the database went away")  # after the rows, before the commit
+
+    with monkeypatch.context() as patched:
+        patched.setattr(record, "state_changes", cut_short)
+        with pytest.raises(OperationalError):
+            _poll(cluster, "", "sacct.txt")
+    assert not Notification.objects.exists() and mail.outbox == []
+    assert Job.objects.get(pk=job.pk).state == JobState.PENDING
+    _poll(cluster, "", "sacct.txt")  # the task's retry
+    _poll(cluster, "", "sacct.txt")
+    assert [m.subject for m in mail.outbox] == [f"[GPU portal] {job.name} failed: FAILED"]
