@@ -331,3 +331,13 @@ def test_a_poll_cut_short_records_nothing_and_its_retry_records_once(
     _poll(cluster, "", "sacct.txt")  # the task's retry
     _poll(cluster, "", "sacct.txt")
     assert [m.subject for m in mail.outbox] == [f"[GPU portal] {job.name} failed: FAILED"]
+
+
+def test_admins_see_what_was_told_and_whether_it_was_sent(
+    account, cluster, everything, staff_client
+):
+    job = _job(account, "32")
+    _poll(cluster, "", "sacct.txt")
+    page = staff_client.get("/admin/jobs/notification/").content.decode()
+    assert job.name in page and "Sent" in page
+    assert staff_client.get("/admin/jobs/notification/add/").status_code == 403
