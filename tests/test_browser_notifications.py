@@ -89,3 +89,49 @@ def test_the_count_and_the_browser_follow_the_job_while_its_page_is_open(page, j
     page.click(f"text={job.name} completed")
     page.wait_for_url(f"**/jobs/{job.pk}/")
     page.wait_for_selector("#notify-count:not(:has(.badge))")  # read: the count is gone
+
+    # The job's own choice, saved in place: the page stays.
+    page.evaluate("window.notReloaded = true")
+    page.click("text=Notifications for this job")
+    assert page.is_checked("#job-notify input[name=on_start]")  # from the default
+    page.uncheck("#job-notify input[name=on_start]")
+    page.click("text=Save for this job")
+    page.wait_for_selector("#job-notify >> text=Saved.")
+    assert page.is_visible("text=This job's own choice.")
+    assert page.evaluate("window.notReloaded") is True
+    page.screenshot(path=ARTIFACTS / "job-notifications.png", full_page=True)
+    assert not Job.objects.get(pk=job.pk).notification_choice.on_start
+
+
+ASKING_NOTIFICATIONS = """
+window.Notification = class {
+  static permission = "default";
+  static requestPermission() {
+    window.permissionAsked = true;
+    window.Notification.permission = "granted";
+    return Promise.resolve("granted");
+  }
+};
+"""
+
+
+def test_the_browser_asks_for_permission_only_on_a_click(
+    browser,  # noqa: F811  (a fixture)
+    live_server,
+    transactional_db,
+    django_user_model,
+):
+    django_user_model.objects.create_user("alice", password="alice-password")
+    context = browser.new_context(base_url=live_server.url)
+    context.add_init_script(ASKING_NOTIFICATIONS)
+    page = context.new_page()
+    page.goto("/accounts/login/?next=/jobs/notifications/settings/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#notify-permission:visible")
+    assert page.evaluate("window.permissionAsked") is None
+    page.click("#notify-permission")
+    page.wait_for_selector("#notify-permission", state="hidden")
+    assert page.evaluate("window.permissionAsked") is True
+    context.close()

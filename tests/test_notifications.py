@@ -341,3 +341,19 @@ def test_admins_see_what_was_told_and_whether_it_was_sent(
     page = staff_client.get("/admin/jobs/notification/").content.decode()
     assert job.name in page and "Sent" in page
     assert staff_client.get("/admin/jobs/notification/add/").status_code == 403
+
+
+def test_the_settings_page_keeps_the_address_and_refuses_a_bad_one(user_client, user):
+    answer = user_client.post("/jobs/notifications/settings/", {"email": "not an address"})
+    assert answer.status_code == 200
+    assert "Enter a valid email address." in answer.content.decode()
+    assert not NotificationDefaults.objects.exists()
+    user_client.post(
+        "/jobs/notifications/settings/", {"email": "alice@example.org", "on_end": "on"}
+    )
+    user.refresh_from_db()
+    assert user.email == "alice@example.org"
+    assert (
+        'value="alice@example.org"'
+        in user_client.get("/jobs/notifications/settings/").content.decode()
+    )
