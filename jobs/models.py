@@ -456,6 +456,9 @@ class NotifyEvent(models.TextChoices):
     ENDED = "ended", "Ended"
     FAILED = "failed", "Failed"
     GPUS_IDLE = "gpus_idle", "GPUs idle"
+    # Slurm refused it, or the cluster could not be reached: kept apart from FAILED so that a job
+    # submitted again and failing then is still told.
+    NOT_SUBMITTED = "not_submitted", "Not submitted"
 
 
 class NotificationSwitches(models.Model):
@@ -473,6 +476,7 @@ class NotificationSwitches(models.Model):
         NotifyEvent.ENDED: "on_end",
         NotifyEvent.FAILED: "on_failure",
         NotifyEvent.GPUS_IDLE: "on_idle_gpus",
+        NotifyEvent.NOT_SUBMITTED: "on_failure",
     }
     FIELDS = [*EVENT_FIELDS.values(), "by_email", "in_browser"]
 

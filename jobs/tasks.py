@@ -23,7 +23,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState
-from jobs.notify import mail
+from jobs.notify import mail, record
 from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
@@ -92,6 +92,8 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)
+    if job.state == JobState.SUBMIT_FAILED:
+        record.submission_failed(job)  # e-mailed by the next poll_clusters
 
 
 def _claim(job: Job, task_id: str) -> bool:

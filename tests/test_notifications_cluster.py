@@ -88,3 +88,13 @@ def test_a_job_killed_for_its_memory_tells_the_memory_to_ask_for(told):
     assert "more than the 100 MB it asked for" in sent.body
     assert "Next run: --mem=1024M instead of 100M." in sent.body
     assert f"/jobs/{job.pk}/" in sent.body
+
+
+def test_a_job_slurm_refuses_tells_why_it_was_not_submitted(told):
+    job = _submit(_job(told, "true", "--partition=nosuch"))
+    assert job.state == JobState.SUBMIT_FAILED
+    tasks.poll_clusters.apply()  # e-mails go out at the end of a poll
+    tasks.poll_clusters.apply()
+    [sent] = mail.outbox
+    assert sent.subject == f"[GPU portal] {job.name} was not submitted"
+    assert "no partition of that name" in sent.body and "Submit again" in sent.body

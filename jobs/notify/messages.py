@@ -38,6 +38,12 @@ def describe(notification: Notification) -> Message:
             "If it cannot use them, cancel it and run it again with fewer GPUs (or none); its "
             "page shows each GPU's use.",
         )
+    if event == NotifyEvent.NOT_SUBMITTED:
+        return Message(
+            f"{job.name} was not submitted",
+            job.message or state.explanation,
+            'Nothing ran. Change what the message names, then use "Submit again" on its page.',
+        )
     if event == NotifyEvent.ENDED:
         return _ended(job, state, slurm)
     return _failed(job, state, slurm)

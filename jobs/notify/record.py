@@ -38,6 +38,11 @@ def state_changes(jobs: Iterable[Job], states_before: dict[int, str]) -> None:
     _record(happened)
 
 
+def submission_failed(job: Job) -> None:
+    """The submission task gave up on the job (jobs.tasks.submit_job)."""
+    _record([(job, NotifyEvent.NOT_SUBMITTED)])
+
+
 def gpus_idle(job: Job) -> None:
     """The job's GPU warning has just appeared (jobs.gpu.efficiency.refresh_warning)."""
     _record([(job, NotifyEvent.GPUS_IDLE)])
