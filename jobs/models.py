@@ -108,6 +108,9 @@ class ClusterAccount(models.Model):
     # The task that holds it: run again after the database went away mid-poll, it takes its own
     # hold back at once instead of waiting for it to expire.
     polled_by = models.CharField(max_length=64, blank=True, editable=False)
+    # The end of the last read of the user's jobs from Slurm's accounting (jobs.cluster.history):
+    # the next read asks only for what happened since, less a margin for clocks that disagree.
+    history_read_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = ClusterAccountQuerySet.as_manager()
 
@@ -254,8 +257,16 @@ class Job(models.Model):
     # pending jobs of its partition come before it by priority (a number, no one's names).
     expected_start = models.DateTimeField(null=True, blank=True)
     ahead_in_queue = models.PositiveIntegerField(null=True, blank=True)
+    # A waiting job this one was submitted to start sooner than: cancelled once Slurm accepts
+    # this one (jobs.tasks.submit_job).
+    replaces = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaced_by"
+    )
     # Submitted by the portal, or found in the user's accounting (sbatch in a terminal).
     origin = models.CharField(max_length=10, choices=JobOrigin, default=JobOrigin.PORTAL)
+    # Where sbatch ran (sacct's WorkDir), for a job submitted outside the portal: its output is
+    # there unless its script said otherwise.
+    work_dir = models.CharField(max_length=300, blank=True)
     message = models.TextField(blank=True, help_text="What the cluster said, for the user.")
     exit_code = models.IntegerField(null=True, blank=True)
     signal = models.IntegerField(null=True, blank=True)
@@ -315,6 +326,11 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in JobState.final()
+
+    @property
+    def is_outside(self) -> bool:
+        """Submitted with sbatch outside the portal: no script, no job folder, no composition."""
+        return self.origin == JobOrigin.OUTSIDE
 
     @property
     def state_explanation(self) -> str:
@@ -544,3 +560,21 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.event}"
+
+
+class ClusterLoad(models.Model):
+    """A cluster's GPUs as its last read found them (one sinfo and one squeue per cluster per
+    poll cycle, through any of its users' logins): shown to every user with its age."""
+
+    cluster = models.OneToOneField(
+        "guidance.Cluster", on_delete=models.CASCADE, related_name="load"
+    )
+    read_at = models.DateTimeField(null=True, blank=True, help_text="The last good read.")
+    # One dict per partition and GPU type: total, allocated, unavailable, free, pending.
+    gpus = models.JSONField(default=list)
+    error = models.TextField(blank=True, help_text="Why the last read failed, if it did.")
+    # The worker that reads it now, and until when: two workers never read one cluster at once.
+    reading_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"GPUs of {self.cluster}"

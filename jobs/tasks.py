@@ -8,6 +8,7 @@ import logging
 import math
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
 from celery import shared_task
@@ -18,11 +19,11 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from guidance.engine.slurm_refusals import explain_refusal
-from jobs.cluster import remote, tracking
+from jobs.cluster import cluster_load, history, remote, tracking
 from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
-from jobs.models import ClusterAccount, Job, JobState
+from jobs.models import ClusterAccount, Job, JobOrigin, JobState
 from jobs.notify import mail, record
 from jobs.script_markers import STOP_STATUS
 
@@ -36,12 +37,13 @@ POLL_HOLD_SECONDS = 120
 # Seconds before each retry of a submission the cluster could not take, and of a poll the
 # database cut short: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
+REPLACED = "Cancelled: replaced by Slurm job"
 # What a submission reads: a few columns, not every row's whole text (bench/submit.py).
 SUBMIT_FIELDS = (
     "name", "tag", "script", "state", "slurm_id", "message", "submit_started", "submit_task",
     "account__username", "account__private_key_encrypted",
     "account__cluster__login_host", "account__cluster__login_port",
-    "account__cluster__host_key",
+    "account__cluster__host_key", "replaces",
 )  # fmt: skip
 
 
@@ -73,7 +75,10 @@ def _send_submission(job_id: int) -> None:
 def submit_job(self, job_id: int) -> None:
     job = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS).get(pk=job_id)
     if job.state != JobState.SUBMITTING or job.slurm_id:
-        return  # already done: a second delivery of the same task changes nothing
+        # Already done: a second delivery changes nothing, but finishes a replacement that the
+        # first one may not have (a worker killed between the submission and the cancel).
+        _retire_replaced(job)
+        return
     look_first = job.submit_started is not None
     if not _claim(job, self.request.id):
         return  # another task holds it (the sweep's, or one queued twice): one sbatch at a time
@@ -92,8 +97,26 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)
+        _retire_replaced(job)
     if job.state == JobState.SUBMIT_FAILED:
         record.submission_failed(job)  # e-mailed by the next poll_clusters
+
+
+def _retire_replaced(job: Job) -> None:
+    """The waiting job this one replaces is cancelled only now that Slurm has accepted this one:
+    the user never has neither, and never both for longer than one scancel."""
+    if not job.replaces_id or not job.slurm_id:
+        return
+    old = Job.objects.select_related("account__cluster").get(pk=job.replaces_id)
+    if old.is_final or not old.slurm_id or old.events.filter(detail__startswith=REPLACED).exists():
+        return
+    try:
+        remote.cancel(old)
+    except (remote.SlurmRefused, ClusterError) as error:
+        said = getattr(error, "message", str(error))
+        old.events.create(state=old.state, detail=f"Not cancelled for job {job.slurm_id}: {said}")
+        return
+    old.events.create(state=old.state, detail=f"{REPLACED} {job.slurm_id}, which starts sooner.")
 
 
 def _claim(job: Job, task_id: str) -> bool:
@@ -141,21 +164,15 @@ def submitted_script(job: Job) -> str:
 @shared_task(name="jobs.tasks.poll_clusters", bind=True, max_retries=len(RETRY_DELAYS))
 def poll_clusters(self) -> None:
     """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
-    the new lines of their GPU sample files, over SFTP."""
+    the new lines of their GPU sample files, over SFTP. Every login also gets its jobs read from
+    accounting when that is due (one sacct more); then one sinfo and one squeue of the whole
+    queue per cluster."""
     holder = self.request.id or str(uuid.uuid4())  # called directly, it is a task of its own
     try:
-        for account in _logins_to_poll(timezone.now()):
-            if not _hold_for_polling(account, holder):
-                continue  # another worker polls it right now
-            began = time.monotonic()
-            try:
-                _poll(account)
-                # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
-                # workers never poll one login at once.
-                logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
-            finally:
-                with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
-                    ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+        with ThreadPoolExecutor(max_workers=2) as background:
+            started = _start_cluster_reads(holder, background)
+            _poll_logins(holder)
+            _finish_cluster_reads(started)
         # Once the states, the scripts' reason lines and GPU warnings are saved; also those a
         # failing mail server left for later.
         mail.send_due()
@@ -169,6 +186,44 @@ def poll_clusters(self) -> None:
         raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
 
 
+def _poll_logins(holder: str) -> None:
+    for account in _logins_to_poll(timezone.now()):
+        if not _hold_for_polling(account, holder):
+            continue  # another worker polls it right now
+        began = time.monotonic()
+        try:
+            _poll(account)
+            # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
+            # workers never poll one login at once.
+            logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
+        finally:
+            with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
+                ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+
+
+def _start_cluster_reads(holder: str, background: ThreadPoolExecutor) -> list[tuple]:
+    """Each cluster's GPUs and pending queue, once per cycle (the free-GPU view and each waiting
+    job's place): its two commands run while the logins are polled, on a thread of their own."""
+    started = []
+    for cluster in cluster_load.clusters_to_read():
+        taken = cluster_load.take(cluster, holder)
+        if taken is not None:
+            load, account = taken
+            started.append((cluster, load, background.submit(remote.read_load, account)))
+    return started
+
+
+def _finish_cluster_reads(started: list[tuple]) -> None:
+    """Saves them once the logins' states are in; a cluster that fails costs the others nothing."""
+    for cluster, load, reading in started:
+        try:
+            cluster_load.finish(load, cluster, reading.result)
+        except DATABASE_GONE:
+            raise
+        except Exception:
+            logger.exception("The GPUs of %s were not read", cluster)
+
+
 def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
     """Takes the login for this poll, for POLL_HOLD_SECONDS at most: a worker that dies while
     polling holds it no longer than that. The task that holds it may take it again."""
@@ -180,20 +235,26 @@ def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
 
 
 def _poll(account: ClusterAccount) -> None:
-    jobs = list(account.jobs.filter(state__in=JobState.active()))
-    if jobs:
-        try:
-            since = min(job.submitted or job.created for job in jobs)
-            snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
-        except ClusterError:
-            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
-            return
-        tracking.apply(snapshot, jobs)
+    now = timezone.now()
+    history_since = history.window(account, now)
+    # The history's sacct runs while the login's own squeue and sacct do, on the same connection:
+    # the poll waits for the longer of the two, not for both (bench/poll.py).
+    with ThreadPoolExecutor(max_workers=1) as background:
+        reading = (
+            background.submit(remote.accounting_since, account, history_since)
+            if history_since is not None
+            else None
+        )
+        jobs = _poll_states(account)
+        if reading is not None:
+            _save_history(account, reading, history_since, now)
+    if jobs is None:
+        return  # the login did not answer: its jobs are stale
     _say_why_scripts_stopped(account)
     # GPU samples are read with the states they belong to; failing to read them marks no job
     # stale (the states are fresh) and costs nothing but a retry next poll.
     try:
-        sample_files.collect(account, jobs)
+        sample_files.collect(account, [job for job in jobs if not job.is_outside])
     except ClusterError as error:
         logger.warning("GPU samples of %s not read: %s", account, error.message)
     except DATABASE_GONE:
@@ -203,9 +264,46 @@ def _poll(account: ClusterAccount) -> None:
         logger.exception("GPU samples of %s not stored", account)
 
 
+def _poll_states(account: ClusterAccount) -> list[Job] | None:
+    """squeue and sacct for the login's active jobs; None when the login did not answer."""
+    jobs = list(account.jobs.filter(state__in=JobState.active()))
+    if jobs:
+        try:
+            since = min(job.submitted or job.created for job in jobs)
+            snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
+        except ClusterError:
+            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
+            return None
+        tracking.apply(snapshot, jobs)
+    return jobs
+
+
 def _unexplained_stops(since) -> dict:
     """Jobs whose script stopped itself lately and whose reason is not read yet."""
-    return {"state": JobState.FAILED, "exit_code": STOP_STATUS, "message": "", "ended__gte": since}
+    return {
+        "state": JobState.FAILED,
+        "exit_code": STOP_STATUS,
+        "message": "",
+        "ended__gte": since,
+        "origin": JobOrigin.PORTAL,  # only the portal's scripts say why in their stderr
+    }
+
+
+def _save_history(account: ClusterAccount, reading: Future, since, now) -> None:
+    """The user's jobs from accounting, those submitted outside the portal included
+    (jobs.cluster.history); a failed read is tried again at the next poll, and stops nothing."""
+    try:
+        found = history.save(account, reading.result(), since, now)
+    except ClusterError as error:
+        logger.warning("Jobs of %s not read from accounting: %s", account, error.message)
+        return
+    except DATABASE_GONE:
+        raise  # the whole poll is tried again (poll_clusters)
+    except Exception:
+        logger.exception("Jobs of %s not read from accounting", account)
+        return
+    if found:
+        logger.debug("Found %d jobs of %s in its accounting", len(found), account)
 
 
 def _say_why_scripts_stopped(account: ClusterAccount) -> None:
@@ -231,7 +329,10 @@ def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
     unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
     return (
         ClusterAccount.objects.filter(
-            active | unread | Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
+            active
+            | unread
+            | Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
+            | history.due(now)
         )
         .select_related("cluster")
         .distinct()

@@ -1,7 +1,8 @@
 from django.urls import path
 
 from jobs import views
-from jobs.cluster import login_views
+from jobs.cluster import free_gpus_views, login_views
+from jobs.compose import sooner_views
 from jobs.compose import views as compose_views
 from jobs.gpu import usage_views
 from jobs.notify import views as notify_views
@@ -25,10 +26,13 @@ urlpatterns = [
     path("<int:pk>/retry/", views.job_retry, name="job_retry"),
     path("<int:pk>/output/", views.job_output, name="job_output"),
     path("<int:pk>/gpus/", views.job_gpus, name="job_gpus"),
+    path("<int:pk>/sooner/", sooner_views.start_sooner, name="job_sooner"),
     path("<int:pk>/next-run/", views.job_next_run, name="job_next_run"),
     path("logins/", login_views.accounts, name="accounts"),
     path("logins/<slug:slug>/key/", login_views.account_create, name="account_create"),
     path("logins/<int:pk>/test/", login_views.account_test, name="account_test"),
+    path("gpus/", free_gpus_views.free_gpus, name="free_gpus"),
+    path("gpus/brief/", free_gpus_views.free_gpus_brief, name="free_gpus_brief"),
     path("usage/", usage_views.usage, name="usage"),
     path("notifications/", notify_views.notifications, name="notifications"),
     path("notifications/count/", notify_views.notification_count, name="notification_count"),

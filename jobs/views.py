@@ -20,6 +20,7 @@ from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
+from jobs.compose.sooner import can_start_sooner
 from jobs.gpu import efficiency
 from jobs.gpu.monitoring import is_monitored
 from jobs.models import ClusterAccount, Composition, Job, JobState
@@ -45,6 +46,8 @@ def jobs(request: HttpRequest) -> HttpResponse:
     if cluster:
         queryset = queryset.filter(account__cluster__slug=cluster)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    for listed in page:  # what each used of what it was given, from its accounting
+        listed.usage = efficiency.usage(listed)
     ctx = {
         "page": page,
         "states": JobState.choices,
@@ -68,7 +71,8 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
         # 286 swaps this last answer in and tells htmx to stop asking.
         return response if not obj.is_final else stop_polling(response)
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
-    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | {"monitored": monitored})
+    more = {"monitored": monitored, "can_start_sooner": can_start_sooner(obj)}
+    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | more)
 
 
 def stop_polling(response: HttpResponse) -> HttpResponse:
@@ -104,18 +108,33 @@ def job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(obj)
 
 
+OUTSIDE_OUTPUT = (
+    "This job was submitted outside the portal, and Slurm's accounting does not say where it "
+    "wrote its output (by default slurm-<job id>.out in the folder sbatch ran in)."
+)
+
+
 @login_required
 @require_safe
 def job_output(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_job_for_user(request, pk)
     stream = "err" if request.GET.get("stream") == "err" else "out"
-    try:
-        text = remote.output_tail(obj, stream).decode(errors="replace") if obj.slurm_id else ""
-        error = ""
-    except ClusterError as failure:
-        text, error = "", failure.message
+    text, error = "", ""
+    if obj.is_outside:
+        error = OUTSIDE_OUTPUT  # its script chose where it writes; the portal's folder is not it
+    elif obj.slurm_id:
+        try:
+            text = remote.output_tail(obj, stream).decode(errors="replace")
+        except ClusterError as failure:
+            error = failure.message
     ctx = {"job": obj, "stream": stream, "text": text, "error": error, "cap": remote.OUTPUT_CAP}
     return render(request, "jobs/job_output.html", ctx)
+
+
+OUTSIDE_OUTPUT = (
+    "This job was submitted outside the portal, and Slurm's accounting does not say where it "
+    "wrote its output (by default slurm-<job id>.out in the folder sbatch ran in)."
+)
 
 
 @login_required

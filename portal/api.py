@@ -6,9 +6,10 @@ is at /api/v1/openapi.json. Bad input is always answered 422 in one shape,
 `{"detail": [{"field", "code", "message"}]}`, whether the schema or the engine found it; a body
 that is not JSON at all is 400, and a token over API_RATE_LIMIT 429 with Retry-After.
 
-A new endpoint that plans a job takes `JobIn` and calls `plan_job()`, which raises `InvalidInput`
-(answered 422) rather than return a plan for a job that cannot run. What the endpoints take and
-answer is in portal/api_schemas.py.
+A new endpoint that plans a job takes `JobIn` and calls `plan_job()` (portal/api_planning.py),
+which raises `InvalidInput` (answered 422) rather than return a plan for a job that cannot run.
+What the endpoints take and answer is in portal/api_schemas.py; the jobs' endpoints (submit,
+list, show, cancel, output) are portal/api_jobs.py's, mounted at /api/v1/jobs.
 """
 
 from typing import Any
@@ -20,12 +21,13 @@ from ninja.errors import AuthenticationError, Throttled, ValidationError
 from ninja.security import HttpBearer
 from ninja.throttling import SimpleRateThrottle
 
-from guidance import engine, models
-from guidance.engine.types import Recommendation
-from guidance.facts import cluster_facts
+from guidance import models
+from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose.forms import ComposeForm
-from jobs.compose.from_form import compose
+from portal import api_jobs
+from portal.api_planning import InvalidInput, composed_script, plan_job
 from portal.api_schemas import (
+    ClusterGpusOut,
     ClusterOut,
     Errors,
     FieldError,
@@ -90,14 +92,6 @@ api = NinjaAPI(
 # --- Errors ------------------------------------------------------------------------------
 
 
-class InvalidInput(Exception):
-    """Input that passed the schema but cannot be planned; answered like a schema error."""
-
-    def __init__(self, errors: list[FieldError]) -> None:
-        super().__init__(errors)
-        self.errors = errors
-
-
 def _unprocessable(request: HttpRequest, errors: list[FieldError]) -> HttpResponse:
     return api.create_response(request, Errors(detail=errors).model_dump(), status=422)
 
@@ -128,6 +122,22 @@ def _invalid_input(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
     return _unprocessable(request, exc.errors)
 
 
+@api.exception_handler(api_jobs.JobNotFound)
+def _not_found(request: HttpRequest, exc: api_jobs.JobNotFound) -> HttpResponse:
+    # Someone else's job is answered as one that does not exist.
+    return api.create_response(request, {"detail": f"You have no job {exc.job_id}."}, status=404)
+
+
+@api.exception_handler(api_jobs.ClusterUnavailable)
+def _cluster_unavailable(request: HttpRequest, exc: api_jobs.ClusterUnavailable) -> HttpResponse:
+    error = exc.error
+    status = 503 if error.retryable else 502
+    response = api.create_response(request, {"detail": error.message}, status=status)
+    if error.retryable:
+        response["Retry-After"] = str(api_jobs.RETRY_AFTER_SECONDS)
+    return response
+
+
 @api.exception_handler(Throttled)
 def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
     rate = settings.API_RATE_LIMIT
@@ -147,31 +157,6 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
     )
     response["WWW-Authenticate"] = 'Bearer realm="GPU portal API"'
     return response
-
-
-# --- Planning ------------------------------------------------------------------------------
-
-
-def plan_job(job: JobIn) -> Recommendation:
-    """The engine's advice for the job; InvalidInput naming each field at fault if it has none."""
-    cluster = models.Cluster.objects.with_facts().filter(slug=job.cluster).first()
-    if cluster is None:
-        known = ", ".join(models.Cluster.objects.values_list("slug", flat=True))
-        raise InvalidInput(
-            [
-                FieldError(
-                    field="cluster",
-                    code="unknown_cluster",
-                    message=f"No cluster '{job.cluster}'. Known clusters: {known}.",
-                )
-            ]
-        )
-    rec = engine.recommend(job.job_spec(), cluster_facts(cluster))
-    if rec.errors:
-        raise InvalidInput(
-            [FieldError(field=e.field, code=e.code, message=e.message) for e in rec.errors]
-        )
-    return rec
 
 
 # --- Endpoints ---------------------------------------------------------------------------
@@ -199,6 +184,26 @@ def clusters(request: HttpRequest) -> Any:
     return models.Cluster.objects.prefetch_related("gpu_types")
 
 
+@api.get(
+    "/clusters/{slug}/gpus",
+    response={200: ClusterGpusOut, 401: Message, 404: Message, 429: Message},
+    url_name="cluster_gpus",
+    operation_id="cluster_gpus",
+    summary="The GPUs free now per node type and GPU type, as the poller last read them",
+)
+def free_gpus(request: HttpRequest, slug: str) -> Any:
+    cluster = models.Cluster.objects.filter(slug=slug).first()
+    if cluster is None:
+        return 404, {"detail": f"There is no cluster {slug!r}."}
+    read = cluster_gpus(cluster)
+    return {
+        "cluster": slug,
+        "read_at": read["read_at"],
+        "error": read["error"],
+        "gpus": read["rows"],
+    }
+
+
 @api.post(
     "/script",
     response={200: ScriptOut, 400: Message, 401: Message, 422: Errors, 429: Message},
@@ -207,39 +212,14 @@ def clusters(request: HttpRequest) -> Any:
     summary="The sbatch script for a job, with the advice it follows",
 )
 def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
-    # One set of rules for the page and the API: the engine plans the job once, then the
-    # composer's form validates the rest and writes the script from that plan.
-    rec = plan_job(job)  # unknown cluster and the engine's objections, named by field
-    form = ComposeForm(job.form_data())
-    # Values set by hand are read by the form (time and memory as Slurm writes them), which
-    # plans the job again with them.
-    composed = compose(form, None if job.sets_by_hand else rec)
-    if composed is None:
-        raise InvalidInput(
-            [
-                FieldError(
-                    field=None if name == "__all__" else name,
-                    code=e.code or "invalid",
-                    message=" ".join(e.messages),
-                )
-                for name, errors in form.errors.as_data().items()
-                for e in errors
-            ]
-        )
-    if not composed.script:
-        raise InvalidInput(
-            [
-                FieldError(
-                    field="cluster",
-                    code="guidance_only",
-                    message=f"{composed.recommendation.cluster.name} is not scheduled by Slurm: "
-                    "the portal gives advice for it but writes no script.",
-                )
-            ]
-        )
+    # One set of rules for the page and the API: the composer's form writes the script.
+    composed = composed_script(job, ComposeForm(job.form_data()))
     return {
         "filename": f"{job.job_name}.sbatch",
         "script": composed.script,
         "salloc": composed.salloc,
         "recommendation": recommendation_out(composed.recommendation),
     }
+
+
+api.add_router("/jobs", api_jobs.router)

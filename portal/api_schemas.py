@@ -2,6 +2,7 @@
 machines read it, and the one shape of its errors."""
 
 from dataclasses import MISSING, fields, replace
+from datetime import datetime
 from typing import Any
 
 from ninja import Field, Schema
@@ -359,3 +360,20 @@ class ScriptOut(Schema):
     script: str
     salloc: str = Field(description="The interactive allocation to try the job first.")
     recommendation: RecommendationOut
+
+
+class GpuCountOut(Schema):
+    partition: str
+    gpu_type: str = Field(description="'' where the site does not type its GPUs.")
+    total: int
+    allocated: int
+    unavailable: int = Field(description="On nodes that take no jobs: down, drained or reserved.")
+    free: int
+    pending: int = Field(description="GPUs asked for by the jobs waiting for this node type.")
+
+
+class ClusterGpusOut(Schema):
+    cluster: str
+    read_at: datetime | None = Field(description="When the poller last read the cluster.")
+    error: str = Field(description="Why the last read failed, if it did; the rows are older.")
+    gpus: list[GpuCountOut]

@@ -220,6 +220,13 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celery-beat-schedule")
 # How often the worker asks each cluster login with active jobs what became of them: one squeue
 # and one sacct per login, whatever the number of jobs or of people watching.
 POLL_SECONDS = env_int("POLL_SECONDS", 10, minimum=1)
+# How long "Could it start sooner?" waits for Slurm's estimates of every change, asked at once.
+SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
+# Every login's jobs are also read from Slurm's accounting, those submitted outside the portal
+# included: HISTORY_DAYS back the first time, then only what happened since the last read, at
+# most once every HISTORY_READ_SECONDS (one sacct per login).
+HISTORY_DAYS = env_int("HISTORY_DAYS", 14, minimum=1, maximum=366)
+HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", POLL_SECONDS, minimum=1)
 # A submission's task holds its job this long after its last attempt began; one silent for longer
 # was lost (a worker killed as it took it: the default broker has already deleted the message),
 # and the sweep hands the job to a worker again. Longer than an attempt and its retries take.

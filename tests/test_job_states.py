@@ -266,11 +266,11 @@ def test_a_submission_that_never_reached_slurm_does_not_blame_slurm(account, use
 # cluster): a job that exited 3 while it was down, listed as failed with exit code 0 and no end.
 SACCT_BEFORE_ITS_RECORD = (
     "301|301|FAILED|0:0|00:00:43|2026-11-22T04:10:00|Unknown|a100-1|"
-    "billing=1,cpu=1,mem=500M,node=1|None|00:00:00||500M|00:10:00|gpu-a100|\n"
+    "billing=1,cpu=1,mem=500M,node=1|None|00:00:00||500M|00:10:00|gpu-a100|wrap|/home/portaltest|\n"
 )
 SACCT_WITH_ITS_RECORD = (
     "301|301|FAILED|3:0|00:00:04|2026-11-22T04:10:00|2026-11-22T04:10:04|a100-1|"
-    "billing=1,cpu=1,mem=500M,node=1|None|00:00:00||500M|00:10:00|gpu-a100|\n"
+    "billing=1,cpu=1,mem=500M,node=1|None|00:00:00||500M|00:10:00|gpu-a100|wrap|/home/portaltest|\n"
 )
 
 

@@ -146,6 +146,32 @@ def test_sacct_gives_one_record_per_job_with_its_steps_folded_in():
     assert memory.elapsed == timedelta(seconds=41)
 
 
+def test_sacct_names_each_job_and_where_it_ran_from_not_its_steps():
+    jobs = by_id(parse_sacct(captured("sacct.txt")))
+    assert (jobs["38"].name, jobs["38"].work_dir) == ("rtx wait", "/home/portaltest")
+    assert {jobs[f"35_{task}"].name for task in (1, 2, 3)} == {"chain"}
+
+
+def test_sacct_without_job_ids_asks_for_every_job_of_the_user_in_the_window():
+    # The history read: whatever was submitted, by the portal or in a terminal.
+    argv = sacct_argv("portaltest", datetime(2026, 11, 22, 4, 8, 0))
+    assert "--user=portaltest" in argv and "--endtime=now" in argv
+    assert "--starttime=2026-11-22T04:08:00" in argv
+    assert "--allocations" not in argv  # the steps carry MaxRSS
+    assert not any(arg.startswith(("--jobs", "--state")) for arg in argv)
+
+
+def test_a_pipe_in_a_job_name_shifts_only_the_free_text_columns():
+    text = captured("sacct.txt").replace("|rtx wait|", "|rtx|wait|")
+    jobs = by_id(parse_sacct(text))
+    assert (jobs["38"].name, jobs["38"].elapsed, jobs["38"].partition) == (
+        "rtx",
+        timedelta(seconds=2),
+        "gpu-rtx",
+    )
+    assert not jobs["38"].comment.startswith("portal:")
+
+
 def test_sacct_reads_the_exit_code():
     failed = by_id(parse_sacct(captured("sacct.txt")))["32"]
     assert failed.state is SlurmState.FAILED

@@ -70,8 +70,8 @@ def test_it_saves_the_gpus_and_their_type(account):
 def test_a_chain_adds_up_its_parts_times_and_keeps_the_largest_peak(account):
     text = (
         captured("sacct.txt")
-        .replace("|00:00.003|||||\n35_2.batch", "|00:00.003|2048K||||\n35_2.batch")
-        .replace("|00:00.003|||||\n35_3|", "|00:00.003|8192K||||\n35_3|")
+        .replace("|00:00.003|||||batch||\n35_2.batch", "|00:00.003|2048K||||batch||\n35_2.batch")
+        .replace("|00:00.003|||||batch||\n35_3|", "|00:00.003|8192K||||batch||\n35_3|")
     )
     assert text != captured("sacct.txt")
     (chain,) = _jobs(account, "35")
@@ -140,7 +140,7 @@ def test_an_earlier_job_of_the_same_id_is_not_taken_for_ours(account):
     # A controller that lost its state numbers jobs from 1 again: sacct still lists the earlier
     # job of an id, squeue a later one. The portal's comment on each row tells whose it is.
     (job,) = _jobs(account, "36")
-    row = "|00:00.275||1G|00:02:00|gpu-a100|\n"
+    row = "|00:00.275||1G|00:02:00|gpu-a100|memory|/home/portaltest|\n"
     theirs = captured("sacct.txt").replace(row, row.replace("\n", "portal:someone-else\n"), 1)
     assert theirs != captured("sacct.txt")
     tracking.apply(Snapshot([], parse_sacct(theirs)), [job])

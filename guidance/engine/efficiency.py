@@ -47,6 +47,30 @@ class JobFacts:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a job used of what it was given, as seff prints it; None where sacct has not said."""
+
+    cpu_percent: float | None  # CPU time over CPUs x elapsed
+    memory_percent: float | None  # peak RSS over the memory requested
+    time_percent: float | None  # elapsed over the time limit
+    gpu_hours: float | None
+    elapsed: str  # H:MM:SS, "" when not known
+    time_limit: str
+
+
+def usage_of(facts: JobFacts) -> Usage:
+    gpu_seconds = _product(facts.gpus, facts.elapsed_seconds)
+    return Usage(
+        elapsed=clock(facts.elapsed_seconds),
+        time_limit=clock(facts.time_limit_seconds),
+        cpu_percent=_percent(facts.cpu_seconds, _product(facts.cpus, facts.elapsed_seconds)),
+        memory_percent=_percent(facts.max_rss_mb, facts.requested_memory_mb),
+        time_percent=_percent(facts.elapsed_seconds, facts.time_limit_seconds),
+        gpu_hours=gpu_seconds / 3600 if gpu_seconds else None,
+    )
+
+
+@dataclass(frozen=True)
 class Suggestion:
     field: str  # the composer's field it changes
     value: str  # as the composer's form takes it
@@ -91,6 +115,7 @@ def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> Efficie
     target = cluster.policy.utilization_target_percent
     known = [u for u in uses if u.known]
     sampled = sum(u.seconds for u in known)
+    used = usage_of(facts)
     return EfficiencyReport(
         facts=facts,
         gpus=tuple(uses),
@@ -101,9 +126,9 @@ def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> Efficie
         ),
         peak_memory_gb=peak_memory_gb(uses),
         card_memory_gb=card_memory_gb(uses),
-        cpu_percent=_percent(facts.cpu_seconds, _product(facts.cpus, facts.elapsed_seconds)),
-        memory_percent=_percent(facts.max_rss_mb, facts.requested_memory_mb),
-        time_percent=_percent(facts.elapsed_seconds, facts.time_limit_seconds),
+        cpu_percent=used.cpu_percent,
+        memory_percent=used.memory_percent,
+        time_percent=used.time_percent,
         suggestions=tuple(suggest(facts, uses, cluster)),
     )
 

@@ -14,6 +14,7 @@ from jobs.cluster.gateway import fetch_host_key, gateway
 from jobs.cluster.login import CommandResult, HostKey, Login
 from jobs.models import ClusterAccount, Job
 from jobs.script_markers import STOP_MARK
+from jobs.slurm.free_gpus import FREE_GPUS_ARGV, NodeGpus, parse_free_gpus
 from jobs.slurm.nodes import (
     NODES_ARGV,
     PARTITIONS_ARGV,
@@ -22,7 +23,8 @@ from jobs.slurm.nodes import (
     parse_nodes,
     parse_partitions,
 )
-from jobs.slurm.sacct import parse_sacct, sacct_argv
+from jobs.slurm.pending import PENDING_ARGV, PendingJob, parse_pending
+from jobs.slurm.sacct import AccountedJob, parse_sacct, sacct_argv
 from jobs.slurm.sbatch import TEST_ONLY_ARGV, WouldStart, parse_sbatch, parse_test_only
 from jobs.slurm.squeue import parse_squeue, squeue_argv
 
@@ -174,6 +176,37 @@ def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snap
         parse_sacct(accounting.stdout),
         accounting_down=accounting.exit_status != 0,
     )
+
+
+@dataclass(frozen=True)
+class Load:
+    """One read of a whole cluster: its nodes' GPUs and every user's pending jobs (no names)."""
+
+    nodes: list[NodeGpus]
+    pending: list[PendingJob]
+
+
+def read_load(account: ClusterAccount) -> Load:
+    """Two commands for the whole cluster, whatever the number of its users and jobs."""
+    login = login_for(account)
+    nodes = gateway.run(login, FREE_GPUS_ARGV)
+    if nodes.exit_status != 0:
+        raise slurm_not_answering("sinfo", nodes.stderr)
+    queue = gateway.run(login, PENDING_ARGV)
+    if queue.exit_status != 0:
+        raise slurm_not_answering("squeue", queue.stderr)
+    return Load(parse_free_gpus(nodes.stdout), parse_pending(queue.stdout))
+
+
+def accounting_since(account: ClusterAccount, since: datetime) -> list[AccountedJob]:
+    """One sacct: every job of the login's user that was eligible, ran or ended since `since`,
+    however it was submitted (the portal's are known by their comment)."""
+    login = login_for(account)
+    window = since.astimezone(UTC).replace(tzinfo=None)  # read in UTC (values.IN_UTC)
+    result = gateway.run(login, sacct_argv(login.username, window))
+    if result.exit_status != 0:
+        raise slurm_not_answering("sacct", result.stderr)
+    return parse_sacct(result.stdout)
 
 
 def output_tail(job: Job, stream: str) -> bytes:

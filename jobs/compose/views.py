@@ -19,6 +19,7 @@ from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import advice_so_far
 from jobs.compose.from_form import compose as compose_script
 from jobs.compose.slurm_check import validate
+from jobs.compose.submit import storable
 from jobs.models import ClusterAccount, Composition, SiteTemplate, no_login
 
 SCRIPT_TYPE = "text/x-shellscript; charset=utf-8"
@@ -154,7 +155,7 @@ def _save_composition(request: HttpRequest, form: ComposeForm, composed, text: s
     composition = Composition.objects.create(
         owner=request.user,
         name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
-        fields=_storable(form),
+        fields=storable(form),
         script=text.replace("\r\n", "\n"),
         edited=_edited(text, composed.script),
     )
@@ -172,11 +173,6 @@ def start_submission(request: HttpRequest, composition: Composition, cluster) ->
         messages.error(request, no_login(cluster, to))
         return redirect("jobs:accounts")
     return sending.send(request, composition, account)
-
-
-def _storable(form: ComposeForm) -> dict:
-    """The form's values as the user typed them, to fill the form again later."""
-    return {name: form.data.get(name) for name in form.fields if name in form.data}
 
 
 @login_required

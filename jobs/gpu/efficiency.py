@@ -3,7 +3,7 @@ its GPUs and samples, turned into the engine's facts (guidance.engine.efficiency
 and Job.gpu_warning, kept up to date."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -15,7 +15,9 @@ from guidance import engine
 from guidance.engine.efficiency import (
     EfficiencyReport,
     JobFacts,
+    Usage,
     report,
+    usage_of,
 )
 from guidance.engine.gpu_use import GpuAdvice, GpuUse, advise
 from guidance.facts import cluster_facts
@@ -26,6 +28,16 @@ from jobs.notify import record
 
 
 def facts_of(job: Job) -> JobFacts:
+    facts = _accounted(job)
+    return facts if facts.gpu_type else replace(facts, gpu_type=_composed_gpu_type(job))
+
+
+def usage(job: Job) -> Usage:
+    """The jobs list's figures of a job: no query (facts_of may read its composition)."""
+    return usage_of(_accounted(job))
+
+
+def _accounted(job: Job) -> JobFacts:
     return JobFacts(
         gpus=job.gpus,
         cpus=job.cpus,
@@ -34,7 +46,7 @@ def facts_of(job: Job) -> JobFacts:
         cpu_seconds=job.cpu_seconds,
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,
-        gpu_type=job.gpu_type or _composed_gpu_type(job),
+        gpu_type=job.gpu_type,
         timed_out=job.state == JobState.TIMEOUT,
         out_of_memory=job.state == JobState.OUT_OF_MEMORY,
     )
@@ -152,6 +164,19 @@ def job_report(job: Job) -> EfficiencyReport:
     return report(facts_of(job), uses, cluster)
 
 
+def final_report(job: Job) -> EfficiencyReport | None:
+    """The report the job page shows: once the job is final, with something to report."""
+    if not job.is_final:
+        return None
+    cluster = _cluster_facts(job)
+    uses = gpu_uses(job, cluster.policy.utilization_target_percent)
+    return report(facts_of(job), uses, cluster) if _reportable(job, uses) else None
+
+
+def _reportable(job: Job, uses: Sequence[GpuUse]) -> bool:
+    return bool(job.is_final and (job.elapsed_seconds or uses))
+
+
 def gpu_panel(job: Job) -> GpuPanel:
     cluster = _cluster_facts(job)
     target = cluster.policy.utilization_target_percent
@@ -171,14 +196,13 @@ def gpu_panel(job: Job) -> GpuPanel:
         f"{f.node}: {f.note}" if f.node else f.note
         for f in job.sample_files.exclude(note="").order_by("node")
     )
-    final = job.is_final and (job.elapsed_seconds or uses)
     return GpuPanel(
         uses=tuple(uses),
         advice=advice,
         chart=usage_chart(job, uses),
         notes=notes,
         warming_up=bool(job.started and not job.is_final and ran < settings.GPU_WARMUP_SECONDS),
-        report=report(facts_of(job), uses, cluster) if final else None,
+        report=report(facts_of(job), uses, cluster) if _reportable(job, uses) else None,
     )
 
 

@@ -1,4 +1,5 @@
-"""How well the portal's jobs used their GPUs over a period, for the admins' usage page.
+"""How well the users' jobs used their GPUs over a period, for the admins' usage page: the
+portal's own and those found in Slurm's accounting (submitted outside the portal).
 
 `load` reads what it needs in three queries whatever the number of jobs (the jobs that overlap
 the period, their array tasks, their idle GPUs); `summarize` is plain arithmetic on the result.
@@ -16,7 +17,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q
 
-from jobs.models import GpuDevice, Job, JobTask
+from jobs.models import GpuDevice, Job, JobOrigin, JobTask
 
 DEFAULT_TARGET_PERCENT = 90  # Policy's default, for a cluster that has no policy
 IDLE_PERCENT = 1.0  # a GPU whose mean utilization is below this did no work
@@ -52,6 +53,7 @@ class JobUse:
     target_percent: int
     runs: dict[str, tuple[datetime, datetime]]  # task id ("" for a plain job) -> start, end
     idle_gpus: dict[str, int] = field(default_factory=dict)  # task id -> GPUs under 1%
+    outside: bool = False  # submitted outside the portal: never sampled, so "unknown"
 
     @property
     def idle_gpu_count(self) -> int:
@@ -63,6 +65,7 @@ class Figures:
     """GPU-hours of some jobs over the period, and what they make on average."""
 
     jobs: int = 0
+    outside_jobs: int = 0  # of `jobs`, those submitted outside the portal
     allocated: float = 0.0
     known: float = 0.0  # allocated to jobs whose utilization is known
     busy: float = 0.0  # known x utilization
@@ -71,6 +74,7 @@ class Figures:
 
     def add(self, other: "Figures") -> None:
         self.jobs += other.jobs
+        self.outside_jobs += other.outside_jobs
         self.allocated += other.allocated
         self.known += other.known
         self.busy += other.busy
@@ -142,7 +146,7 @@ class UsageReport:
 def figures_of(job: JobUse, period: Period) -> Figures:
     hours = {task: period.hours_of(*run) for task, run in job.runs.items()}
     allocated = job.gpus * sum(hours.values())
-    figures = Figures(jobs=1, allocated=allocated)
+    figures = Figures(jobs=1, outside_jobs=int(job.outside), allocated=allocated)
     if job.utilization is None or allocated == 0:
         return figures
     figures.known = allocated
@@ -229,6 +233,7 @@ def load(period: Period, cluster_id: int | None, now: datetime) -> list[JobUse]:
         "gpu_utilization",
         "started",
         "ended",
+        "origin",
     )
     return [
         JobUse(
@@ -244,6 +249,7 @@ def load(period: Period, cluster_id: int | None, now: datetime) -> list[JobUse]:
             target_percent=target or DEFAULT_TARGET_PERCENT,
             runs=runs.get(pk) or {"": (started, ended or now)},
             idle_gpus=idle.get(pk, {}),
+            outside=origin == JobOrigin.OUTSIDE,
         )
         for (
             pk,
@@ -258,5 +264,6 @@ def load(period: Period, cluster_id: int | None, now: datetime) -> list[JobUse]:
             utilization,
             started,
             ended,
+            origin,
         ) in rows.order_by("pk")
     ]

@@ -19,7 +19,8 @@ from jobs.slurm.values import (
     read_rows,
 )
 
-# Comment is free text: last.
+# Comment is free text: last. JobName and WorkDir come just before it: a `|` in either shifts
+# only the free-text columns (read_rows gives the extras to Comment), never the figures.
 SACCT_FIELDS = (
     "JobID",
     "JobIDRaw",
@@ -36,6 +37,8 @@ SACCT_FIELDS = (
     "ReqMem",
     "Timelimit",
     "Partition",  # blank on step lines
+    "JobName",  # "batch", "extern" on step lines
+    "WorkDir",  # blank on step lines
     "Comment",
 )
 
@@ -82,6 +85,8 @@ class AccountedJob:
     requested_memory_mb: float | None
     time_limit: timedelta | None  # None: UNLIMITED or Partition_Limit
     partition: str
+    name: str
+    work_dir: str  # where sbatch ran, and by default where slurm-<id>.out is
     comment: str
 
     @property
@@ -133,6 +138,8 @@ def parse_sacct(text: str) -> list[AccountedJob]:
             requested_memory_mb=parse_memory_mb(row["ReqMem"]),
             time_limit=parse_duration(row["Timelimit"]),
             partition=no_value_as_empty(row["Partition"]).strip(),
+            name=row["JobName"],
+            work_dir=no_value_as_empty(row["WorkDir"]).strip(),
             comment=no_value_as_empty(row["Comment"]),
         )
     return [

@@ -1,0 +1,248 @@
+"""What the API's job endpoints take and answer (portal/api_jobs.py): a submission, a job as its
+page shows it (state and its meaning, the wait, GPU use, the efficiency report), its output."""
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from django.http import HttpRequest
+from django.urls import reverse
+from ninja import Field, Schema
+from pydantic import ConfigDict, field_validator
+from pydantic_core import PydanticCustomError
+
+from guidance.engine.efficiency import EfficiencyReport
+from guidance.engine.script_check.check import MAX_CHARS
+from jobs.gpu import efficiency
+from jobs.models import Job, JobOrigin, JobState
+from portal.api_schemas import ScriptIn
+
+# --- Submissions ---------------------------------------------------------------------------
+
+KEY_HELP = (
+    "Any text up to 255 characters, new for each job (a UUID, say); the Idempotency-Key header "
+    "does the same. Sent again with the same key, the request answers the job the first one "
+    "made (200, not 201) and submits nothing."
+)
+
+
+def _refuse_nul(value: Any) -> Any:
+    if isinstance(value, str) and "\x00" in value:
+        # PostgreSQL can hold no NUL, and sbatch refuses a script with one.
+        raise PydanticCustomError("null_characters", "Null characters are not allowed.")
+    return value
+
+
+class ScriptJobIn(Schema):
+    """A whole script, written outside the portal's composer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster: str = Field(max_length=50, description="Slug, as GET /api/v1/clusters lists it.")
+    name: str = Field(
+        max_length=64,
+        description="The job's name and its folder, portal-jobs/<name>, in your home on the "
+        "cluster: letters, digits, '.', '_', '+', '-'.",
+    )
+    script: str = Field(
+        max_length=MAX_CHARS,
+        description="The sbatch script, starting with #!. Unless it names its own --output and "
+        "--error, the portal adds them, into the job's folder, so that GET /jobs/{id}/output "
+        "finds them.",
+    )
+    accept_findings: bool = Field(
+        False,
+        description="Submit despite the script checker's findings (each answered as a 422 "
+        "error of the field 'script' with the checker's code, e.g. 'no_account', unless this "
+        "is true), as the composer keeps a hand edit sent again.",
+    )
+    submission_key: str | None = Field(None, max_length=255, description=KEY_HELP)
+
+    _no_nul = field_validator("*", mode="before")(_refuse_nul)
+
+    @field_validator("script")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise PydanticCustomError("empty_script", "The script is empty.")
+        return value
+
+
+class ComposedJobIn(ScriptIn):
+    """The composer's fields, as POST /script takes them: the script it writes is submitted."""
+
+    submission_key: str | None = Field(None, max_length=255, description=KEY_HELP)
+
+    def form_data(self) -> dict[str, str]:
+        data = super().form_data()
+        data.pop("submission_key", None)
+        return data
+
+
+# --- Jobs ------------------------------------------------------------------------------------
+
+
+# A state of the job list's filter: one of the job's states, or a group of them.
+StateFilter = StrEnum("StateFilter", {name: name for name in ["active", "final", *JobState.values]})
+
+
+class Filters(Schema):
+    state: StateFilter | None = Field(
+        None,
+        description="A state, or 'active' (Slurm may still run it) or 'final' (ended, or not "
+        "submitted).",
+    )
+    cluster: str = Field("", max_length=50, description="A cluster's slug.")
+
+
+class LinksOut(Schema):
+    page: str = Field(description="The job's page in the portal.")
+    api: str
+    output: str = Field(description="The end of its stdout; add ?stream=err for stderr.")
+
+
+class EventOut(Schema):
+    at: datetime
+    state: str
+    detail: str
+
+
+class JobOut(Schema):
+    id: int
+    name: str
+    cluster: str = Field(description="The cluster's slug.")
+    slurm_id: str = Field(description="Empty until Slurm has taken the job.")
+    state: str
+    state_label: str
+    state_explanation: str = Field(description="What the state means, as the job page says.")
+    reason: str = Field(description="Slurm's reason code while the job waits, e.g. 'Priority'.")
+    # The plain-words explanation of `reason` goes beside it here, as `reason_text`.
+    message: str = Field(description="What the cluster said: why a submission failed, say.")
+    expected_start: datetime | None = Field(description="The scheduler's estimate, if pending.")
+    ahead_in_queue: int | None = Field(
+        description="Pending jobs of the partition before this one by priority."
+    )
+    origin: JobOrigin = Field(description="portal, or outside: sbatch run by hand.")
+    stale: bool = Field(description="The last poll could not reach the cluster.")
+    created: datetime
+    submitted: datetime | None
+    started: datetime | None
+    ended: datetime | None
+    polled: datetime | None = Field(description="When Slurm was last asked about it.")
+    exit_code: int | None
+    nodes: str
+    partition: str
+    gpu_type: str
+    gpus: int | None
+    gpu_utilization: float | None = Field(description="Mean compute use of its GPUs, %.")
+    gpu_warning: str = Field(description="Why its GPUs look wasted, if they do.")
+    links: LinksOut
+
+    @staticmethod
+    def resolve_cluster(job: Job) -> str:
+        return job.account.cluster.slug
+
+    @staticmethod
+    def resolve_state_label(job: Job) -> str:
+        return JobState(job.state).label
+
+    @staticmethod
+    def resolve_links(job: Job, context: dict) -> dict[str, str]:
+        request: HttpRequest = context["request"]
+        api = reverse("api:job", kwargs={"job_id": job.pk})
+        return {
+            "page": request.build_absolute_uri(job.get_absolute_url()),
+            "api": request.build_absolute_uri(api),
+            "output": request.build_absolute_uri(reverse("api:job_output", args=[job.pk])),
+        }
+
+
+class GpuUseOut(Schema):
+    label: str
+    mean: float | None = Field(description="Mean utilization, %; null: unknown (MIG).")
+
+
+class SuggestionOut(Schema):
+    field: str = Field(description="The composer's field it changes.")
+    value: str
+    change: str
+    reason: str
+    source: str | None
+
+
+class EfficiencyOut(Schema):
+    """The job page's efficiency report, figure for figure."""
+
+    gpu_mean: float | None
+    gpus: list[GpuUseOut]
+    target: int = Field(description="The cluster's GPU utilization target, %.")
+    under_target_percent: float | None = Field(description="Sampled time under the target, %.")
+    peak_memory_gb: float | None
+    card_memory_gb: float | None
+    cpu_percent: float | None
+    cpu_time: str
+    core_walltime: str
+    memory_percent: float | None
+    max_rss_mb: float | None
+    requested_memory_mb: float | None
+    time_percent: float | None
+    elapsed: str
+    time_limit: str
+    suggestions: list[SuggestionOut] = Field(description="For the next run.")
+
+
+def efficiency_out(report: EfficiencyReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {
+        "gpu_mean": report.gpu_mean,
+        "gpus": [{"label": u.label, "mean": u.mean} for u in report.gpus],
+        "target": report.target,
+        "under_target_percent": report.under_target_percent,
+        "peak_memory_gb": report.peak_memory_gb,
+        "card_memory_gb": report.card_memory_gb,
+        "cpu_percent": report.cpu_percent,
+        "cpu_time": report.cpu_time,
+        "core_walltime": report.core_walltime,
+        "memory_percent": report.memory_percent,
+        "max_rss_mb": report.facts.max_rss_mb,
+        "requested_memory_mb": report.facts.requested_memory_mb,
+        "time_percent": report.time_percent,
+        "elapsed": report.elapsed,
+        "time_limit": report.time_limit,
+        "suggestions": [
+            {
+                "field": s.field,
+                "value": s.value,
+                "change": s.change,
+                "reason": s.reason,
+                "source": str(s.source) if s.source else None,
+            }
+            for s in report.suggestions
+        ],
+    }
+
+
+class JobDetailOut(JobOut):
+    signal: int | None
+    cpus: int | None
+    elapsed_seconds: int | None
+    time_limit_seconds: int | None
+    events: list[EventOut]
+    efficiency: EfficiencyOut | None = Field(
+        description="Once the job has ended: how well it used what it asked for."
+    )
+
+    @staticmethod
+    def resolve_events(job: Job) -> Any:
+        return job.events.all()
+
+    @staticmethod
+    def resolve_efficiency(job: Job) -> dict[str, Any] | None:
+        return efficiency_out(efficiency.final_report(job))
+
+
+class OutputOut(Schema):
+    stream: str = Field(description="out or err.")
+    text: str = Field(description="The end of the file; empty before Slurm has the job.")
+    cap_bytes: int = Field(description="At most this much of the file's end is sent.")

@@ -1,0 +1,252 @@
+"""The API's jobs (/api/v1/jobs): submit a composition or a whole script, list, show, cancel and
+read the output, each as the job pages do it (jobs/views.py, jobs/compose/submit.py), for the
+token's user alone: anyone else's job is answered 404, as if it did not exist.
+
+A submission goes the page's exactly-once way: one job per key (the Idempotency-Key header or
+the `submission_key` field), queued for the submission task when it commits. What reaches the
+cluster while the client waits (cancel, output) says a cluster's failure in plain words: 502,
+or 503 with Retry-After when trying again later can help.
+"""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+from ninja.pagination import PageNumberPagination, paginate
+
+from guidance.models import Cluster
+from jobs.cluster import remote
+from jobs.cluster.errors import ClusterError
+from jobs.compose import sending, submit
+from jobs.compose.forms import ComposeForm
+from jobs.models import Job, JobState
+from portal.api_job_schemas import (
+    ComposedJobIn,
+    Filters,
+    JobDetailOut,
+    JobOut,
+    OutputOut,
+    ScriptJobIn,
+)
+from portal.api_planning import InvalidInput, composed_script, invalid
+from portal.api_schemas import Errors, FieldError, Message
+
+router = Router(tags=["jobs"])
+
+# Ninja answers these itself (portal/api.py's handlers): every endpoint may give them.
+COMMON = {400: Message, 401: Message, 422: Errors, 429: Message}
+
+
+PAGE_SIZE = 25
+MAX_PAGE_SIZE = 100
+
+
+class Pages(PageNumberPagination):
+    """Ninja's pages, with bounds: a page number past any database's offset was a 500."""
+
+    class Input(Schema):
+        page: int = Field(1, ge=1, le=1_000_000)
+        page_size: int = Field(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+
+
+# A cluster that did not answer (503) is asked again after this long.
+RETRY_AFTER_SECONDS = 30
+
+
+class JobNotFound(Exception):
+    """None of the token user's jobs has this id: answered 404 (portal/api.py)."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(job_id)
+        self.job_id = job_id
+
+
+class ClusterUnavailable(Exception):
+    """The cluster failed while the client waited: 502, or 503 when a retry can help."""
+
+    def __init__(self, error: ClusterError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _get_job_for_user(request: HttpRequest, job_id: int) -> Job:
+    # The owner is in the query: someone else's job does not exist, as far as this token knows.
+    mine = Job.objects.select_related("account__cluster").filter(owner=request.auth.user)
+    if (job := mine.filter(pk=job_id).first()) is None:
+        raise JobNotFound(job_id)
+    return job
+
+
+def _key(request: HttpRequest, field: str | None) -> str:
+    """The submission key the client sent, as sending stores it; "" for none."""
+    header = request.headers.get("Idempotency-Key")
+    if header is not None and field is not None and header != field:
+        raise invalid(
+            "submission_key",
+            "key_mismatch",
+            "The Idempotency-Key header and submission_key differ: send one, or the same.",
+        )
+    key = header if header is not None else field
+    if key is None:
+        return ""
+    if not key.strip() or len(key) > 255:
+        raise invalid(
+            "submission_key", "invalid_key", "A submission key is 1 to 255 characters long."
+        )
+    return sending.api_key(key)
+
+
+def _submitted(made: submit.Submission) -> Status:
+    job = Job.objects.select_related("account__cluster").get(pk=made.job.pk)
+    return Status(201 if made.created else 200, job)
+
+
+# --- Submitting ------------------------------------------------------------------------------
+
+
+@router.post(
+    "",
+    response={200: JobOut, 201: JobOut} | COMMON,
+    url_name="jobs_submit",
+    operation_id="submit_script",
+    summary="Submit a whole sbatch script",
+)
+def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
+    key = _key(request, job.submission_key)
+    cluster = _cluster(job.cluster)
+    try:
+        made = submit.whole_script(
+            request.auth.user, cluster, job.name, job.script, key, job.accept_findings
+        )
+    except submit.NotSubmitted as refused:
+        raise invalid(refused.field, refused.code, refused.message) from None
+    except submit.Findings as findings:
+        errors = [
+            FieldError(field="script", code=note.code, message=note.message)
+            for note in findings.notes
+        ]
+        raise InvalidInput(errors) from None
+    return _submitted(made)
+
+
+@router.post(
+    "/compose",
+    response={200: JobOut, 201: JobOut} | COMMON,
+    url_name="jobs_compose",
+    operation_id="submit_composition",
+    summary="Compose a job's script from the composer's fields (as POST /script) and submit it",
+)
+def submit_composition(request: HttpRequest, job: ComposedJobIn) -> Status:
+    key = _key(request, job.submission_key)
+    form = ComposeForm(job.form_data())
+    composed = composed_script(job, form)
+    try:
+        made = submit.composed(request.auth.user, form, composed, key)
+    except submit.NotSubmitted as refused:
+        raise invalid(refused.field, refused.code, refused.message) from None
+    return _submitted(made)
+
+
+def _only_params(request: HttpRequest, *names: str) -> None:
+    # As the bodies forbid unknown fields: a misspelt filter would otherwise list every job.
+    if unknown := sorted(set(request.GET) - set(names)):
+        raise invalid(
+            unknown[0],
+            "unknown_parameter",
+            f"No query parameter '{unknown[0]}' here. Known: {', '.join(names)}.",
+        )
+
+
+def _cluster(slug: str) -> Cluster:
+    cluster = Cluster.objects.filter(slug=slug).first()
+    if cluster is None:
+        known = ", ".join(Cluster.objects.values_list("slug", flat=True))
+        raise invalid(
+            "cluster", "unknown_cluster", f"No cluster '{slug}'. Known clusters: {known}."
+        )
+    if not cluster.takes_scripts:
+        raise invalid(
+            "cluster",
+            "guidance_only",
+            f"{cluster.name} is not scheduled by Slurm: the portal submits no scripts there.",
+        )
+    return cluster
+
+
+# --- Following -------------------------------------------------------------------------------
+
+
+@router.get(
+    "",
+    response={200: list[JobOut]} | COMMON,
+    url_name="jobs",
+    operation_id="jobs",
+    summary="Your jobs, newest first",
+)
+@paginate(Pages, page_size=PAGE_SIZE, max_page_size=MAX_PAGE_SIZE)
+def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
+    _only_params(request, "state", "cluster", "page", "page_size")
+    queryset = Job.objects.filter(owner=request.auth.user).select_related("account__cluster")
+    if filters.state == "active":
+        queryset = queryset.filter(state__in=JobState.active())
+    elif filters.state == "final":
+        queryset = queryset.filter(state__in=JobState.final())
+    elif filters.state:
+        queryset = queryset.filter(state=filters.state)
+    if filters.cluster:
+        queryset = queryset.filter(account__cluster__slug=filters.cluster)
+    return queryset
+
+
+@router.get(
+    "/{job_id}",
+    response={200: JobDetailOut, 404: Message} | COMMON,
+    url_name="job",
+    operation_id="job",
+    summary="One job: its state and why, its wait, GPU use, efficiency and events",
+)
+def job(request: HttpRequest, job_id: int) -> Job:
+    return _get_job_for_user(request, job_id)
+
+
+@router.post(
+    "/{job_id}/cancel",
+    response={202: JobOut, 404: Message, 409: Message, 502: Message, 503: Message} | COMMON,
+    url_name="job_cancel",
+    operation_id="job_cancel",
+    summary="Cancel a job (scancel); its state shows CANCELLED once Slurm has stopped it",
+)
+def job_cancel(request: HttpRequest, job_id: int) -> Status:
+    obj = _get_job_for_user(request, job_id)
+    if obj.is_final or not obj.slurm_id:
+        return Status(
+            409, {"detail": "The job is not queued or running: there is nothing to cancel."}
+        )
+    try:
+        remote.cancel(obj)
+    except remote.SlurmRefused as refused:
+        return Status(409, {"detail": f"Slurm did not cancel it: {refused.message}"})
+    except ClusterError as error:
+        raise ClusterUnavailable(error) from None
+    obj.events.create(state=obj.state, detail="Cancel requested.")
+    return Status(202, obj)
+
+
+@router.get(
+    "/{job_id}/output",
+    response={200: OutputOut, 404: Message, 502: Message, 503: Message} | COMMON,
+    url_name="job_output",
+    operation_id="job_output",
+    summary="The end of a job's stdout (stream=out) or stderr (stream=err)",
+)
+def job_output(request: HttpRequest, job_id: int, stream: str = "out") -> dict[str, Any]:
+    _only_params(request, "stream")
+    obj = _get_job_for_user(request, job_id)
+    if stream not in ("out", "err"):
+        raise invalid("stream", "unknown_stream", "The stream is 'out' (stdout) or 'err'.")
+    try:
+        tail = remote.output_tail(obj, stream) if obj.slurm_id else b""
+    except ClusterError as error:
+        raise ClusterUnavailable(error) from None
+    return {"stream": stream, "text": tail.decode(errors="replace"), "cap_bytes": remote.OUTPUT_CAP}
