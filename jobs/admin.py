@@ -47,3 +47,20 @@ class JobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(models.Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    """For admins to see what users were told and whether its e-mail went out; the poll makes
+    them, so they are not added or changed by hand."""
+
+    list_display = ["job", "owner", "event", "state", "email_status", "read", "created"]
+    list_filter = ["event", "email_status"]
+    search_fields = ["job__name", "job__slurm_id", "owner__username"]
+    date_hierarchy = "created"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -465,6 +465,103 @@ class GpuSample(models.Model):
         return f"{self.device_id} {self.at:%H:%M:%S}"
 
 
+class NotifyEvent(models.TextChoices):
+    """What a user may be told about a job: each happens at most once to a job."""
+
+    STARTED = "started", "Started"
+    ENDED = "ended", "Ended"
+    FAILED = "failed", "Failed"
+    GPUS_IDLE = "gpus_idle", "GPUs idle"
+    # Slurm refused it, or the cluster could not be reached: kept apart from FAILED so that a job
+    # submitted again and failing then is still told.
+    NOT_SUBMITTED = "not_submitted", "Not submitted"
+
+
+class NotificationSwitches(models.Model):
+    """Which events a user is told about, and how: their default, or one job's own choice."""
+
+    on_start = models.BooleanField("when it starts", default=False)
+    on_end = models.BooleanField("when it ends", default=True)
+    on_failure = models.BooleanField("when it fails", default=True)
+    on_idle_gpus = models.BooleanField("when its GPUs sit idle", default=True)
+    by_email = models.BooleanField("by e-mail", default=True)
+    in_browser = models.BooleanField("in the portal and this browser", default=True)
+
+    EVENT_FIELDS = {
+        NotifyEvent.STARTED: "on_start",
+        NotifyEvent.ENDED: "on_end",
+        NotifyEvent.FAILED: "on_failure",
+        NotifyEvent.GPUS_IDLE: "on_idle_gpus",
+        NotifyEvent.NOT_SUBMITTED: "on_failure",
+    }
+    FIELDS = [*EVENT_FIELDS.values(), "by_email", "in_browser"]
+
+    class Meta:
+        abstract = True
+
+    def wants(self, event: str) -> bool:
+        return getattr(self, self.EVENT_FIELDS[NotifyEvent(event)])
+
+    def values(self) -> dict[str, bool]:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+
+class NotificationDefaults(NotificationSwitches):
+    """A user's default, which each job follows until its page is given a choice of its own."""
+
+    owner = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_defaults"
+    )
+
+    def __str__(self) -> str:
+        return f"Notification defaults of {self.owner}"
+
+
+class JobNotificationChoice(NotificationSwitches):
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="notification_choice")
+
+    def __str__(self) -> str:
+        return f"Notifications of {self.job}"
+
+
+class EmailStatus(models.TextChoices):
+    NONE = "", "Not e-mailed"
+    DUE = "due", "To be sent"
+    SENDING = "sending", "Taken by a worker"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Not sent"
+
+
+class Notification(models.Model):
+    """One event of one job, recorded once (the unique constraint) in the transaction that saw
+    it; its e-mail goes out after that commits, to the worker that claims it."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="notifications")
+    event = models.CharField(max_length=20, choices=NotifyEvent)
+    state = models.CharField(max_length=20, choices=JobState, help_text="The job's, then.")
+    created = models.DateTimeField(auto_now_add=True)
+    in_browser = models.BooleanField(default=True, help_text="Listed in the portal.")
+    read = models.BooleanField(default=False)
+    # Shown by the Web Notifications API in one of the owner's open pages (claimed by one).
+    pushed = models.BooleanField(default=False)
+    email_status = models.CharField(max_length=10, choices=EmailStatus, blank=True)
+    email_attempts = models.PositiveSmallIntegerField(default=0)
+    emailed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "event"], name="one_notification_per_event")
+        ]
+        indexes = [models.Index(fields=["owner", "read"]), models.Index(fields=["email_status"])]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.event}"
+
+
 class ClusterLoad(models.Model):
     """A cluster's GPUs as its last read found them (one sinfo and one squeue per cluster per
     poll cycle, through any of its users' logins): shown to every user with its age."""

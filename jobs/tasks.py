@@ -24,6 +24,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobOrigin, JobState
+from jobs.notify import mail, record
 from jobs.script_markers import STOP_STATUS
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ def submit_job(self, job_id: int) -> None:
     else:
         job.submitted_as(slurm_id)
         _retire_replaced(job)
+    if job.state == JobState.SUBMIT_FAILED:
+        record.submission_failed(job)  # e-mailed by the next poll_clusters
 
 
 def _retire_replaced(job: Job) -> None:
@@ -170,6 +173,9 @@ def poll_clusters(self) -> None:
             started = _start_cluster_reads(holder, background)
             _poll_logins(holder)
             _finish_cluster_reads(started)
+        # Once the states, the scripts' reason lines and GPU warnings are saved; also those a
+        # failing mail server left for later.
+        mail.send_due()
     except DATABASE_GONE as error:
         # The database went away (a restart): what a poll read was saved in one transaction or
         # not at all. The same task runs again, polls what is due and takes its holds back;

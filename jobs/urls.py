@@ -5,6 +5,7 @@ from jobs.cluster import free_gpus_views, login_views
 from jobs.compose import sooner_views
 from jobs.compose import views as compose_views
 from jobs.gpu import usage_views
+from jobs.notify import views as notify_views
 
 app_name = "jobs"
 
@@ -33,4 +34,13 @@ urlpatterns = [
     path("gpus/", free_gpus_views.free_gpus, name="free_gpus"),
     path("gpus/brief/", free_gpus_views.free_gpus_brief, name="free_gpus_brief"),
     path("usage/", usage_views.usage, name="usage"),
+    path("notifications/", notify_views.notifications, name="notifications"),
+    path("notifications/count/", notify_views.notification_count, name="notification_count"),
+    path("notifications/new/", notify_views.notifications_push, name="notifications_push"),
+    path(
+        "notifications/settings/",
+        notify_views.notification_settings,
+        name="notification_settings",
+    ),
+    path("<int:pk>/notifications/", notify_views.job_notifications, name="job_notifications"),
 ]

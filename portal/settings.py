@@ -244,6 +244,37 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 SAMPLE_SECONDS = env_int("SAMPLE_SECONDS", 10, minimum=1, maximum=3600)
 GPU_WARMUP_SECONDS = env_int("GPU_WARMUP_SECONDS", 300, minimum=0)
 
+# Notifications (jobs/notify). E-mail goes through Django's e-mail framework (its MAILERS):
+# printed on the console by default; "smtp" sends through the server below, "file" writes each
+# message into EMAIL_FILE_PATH. Links in e-mails start with PORTAL_URL, the address users open.
+_MAIL_BACKENDS = {"console": "console", "smtp": "smtp", "file": "filebased"}
+_mail_backend = env_choice("EMAIL_BACKEND", list(_MAIL_BACKENDS), "console")
+_mail_options: dict = {}
+if _mail_backend == "smtp":
+    _mail_options = {
+        "host": env_str("EMAIL_HOST", "localhost"),
+        "port": env_int("EMAIL_PORT", 25, minimum=1, maximum=65535),
+        "username": env_str("EMAIL_HOST_USER", ""),
+        "password": env_str("EMAIL_HOST_PASSWORD", ""),
+        "use_tls": env_bool("EMAIL_USE_TLS", False),
+        "use_ssl": env_bool("EMAIL_USE_SSL", False),
+        "timeout": env_int("EMAIL_TIMEOUT", 10, minimum=1),  # a poll must not hang on a server
+    }
+    if _mail_options["use_tls"] and _mail_options["use_ssl"]:
+        raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL exclude each other: set one.")
+elif _mail_backend == "file":
+    _mail_options = {"file_path": env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))}
+MAILERS = {
+    "default": {
+        "BACKEND": f"django.core.mail.backends.{_MAIL_BACKENDS[_mail_backend]}.EmailBackend",
+        "OPTIONS": _mail_options,
+    }
+}
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "GPU portal <gpu-portal@localhost>")
+PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
+# How often each open page asks for the unread count (and the browser for new notifications).
+NOTIFICATION_REFRESH_SECONDS = env_int("NOTIFICATION_REFRESH_SECONDS", 15, minimum=1)
+
 LOG_LEVEL = env_choice("LOG_LEVEL", ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], "INFO")
 LOGGING = {
     "version": 1,

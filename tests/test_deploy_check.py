@@ -13,6 +13,7 @@ HARDENED = {
     "SECURE_HSTS_SECONDS": "31536000",
     "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
     "SECURE_HSTS_PRELOAD": "true",
+    "EMAIL_BACKEND": "smtp",  # the console, the default, sends nothing
 }
 
 
@@ -40,3 +41,4 @@ def test_without_them_check_deploy_names_what_to_set(tmp_path):
     said = result.stdout + result.stderr
     assert "security.W004" in said  # HSTS
     assert "security.W008" in said  # the redirect to HTTPS
+    assert "mail.E001" in said  # e-mail printed on the console, not sent

@@ -84,7 +84,9 @@ def test_refresh_warning_sets_and_clears_the_text(
     settings.GPU_WARMUP_SECONDS = 300
     add_samples(running_job, 0, 30.0)
     idle = add_samples(running_job, 1, 0.0)
-    with django_assert_max_num_queries(3):  # the policy, the GPUs' means, the save
+    # The policy, the GPUs' means, the save; as the warning appears, its notification (the job's
+    # choice, its owner's default, the row) in a savepoint with the save.
+    with django_assert_max_num_queries(8):
         text = refresh_warning(running_job)
     assert text.startswith("GPU 1 on a100-2 has done nothing for 55 minutes")
     assert "Your 2 GPUs are 15% busy on average; the cluster asks for more than 90%." in text

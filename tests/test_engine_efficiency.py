@@ -3,7 +3,13 @@
 import pytest
 
 from guidance.engine import sources
-from guidance.engine.efficiency import JobFacts, apply_suggestions, report, suggested_minutes
+from guidance.engine.efficiency import (
+    JobFacts,
+    apply_suggestions,
+    report,
+    resource_suggestions,
+    suggested_minutes,
+)
 from guidance.engine.gpu_use import GpuUse
 from tests.engine_helpers import cluster
 
@@ -132,3 +138,13 @@ def test_a_job_that_used_little_of_its_memory_gets_less_next_time():
 def test_memory_mostly_used_or_unknown_is_left_alone(used, asked):
     facts = JobFacts(max_rss_mb=used, requested_memory_mb=asked)
     assert not report(facts, [], cluster("narval")).suggestions
+
+
+@pytest.mark.parametrize(("asked", "value"), [(100, "1024M"), (4000, "6144M"), (16384, "24576M")])
+def test_a_job_killed_for_its_memory_gets_half_as_much_again_in_whole_gb(asked, value):
+    # sacct's MaxRSS of a killed job is below the limit it hit: the request is what counts.
+    facts = JobFacts(max_rss_mb=asked * 0.9, requested_memory_mb=asked, out_of_memory=True)
+    [memory] = report(facts, [], cluster("narval")).suggestions
+    assert (memory.field, memory.value) == ("memory", value)
+    assert f"killed for using more than the {asked} MB it asked for" in memory.reason
+    assert resource_suggestions(facts) == [memory]

@@ -26,6 +26,8 @@ TIMEOUT_FACTOR = 1.5
 # Memory: a change is suggested when the job used less than half of it, in whole gigabytes.
 MEMORY_USED_BELOW = 0.5
 MEMORY_STEP_MB = 1024
+# A job killed for its memory gets half as much again: what it would have used is unknown.
+OUT_OF_MEMORY_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class JobFacts:
     requested_memory_mb: float | None = None
     gpu_type: str = ""
     timed_out: bool = False
+    out_of_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,12 +134,8 @@ def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> Efficie
 
 
 def suggest(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> list[Suggestion]:
-    """The next run's settings, each with its reason: time, GPU count, GPU type."""
-    out = []
-    if time := _time(facts):
-        out.append(time)
-    if memory := _memory(facts):
-        out.append(memory)
+    """The next run's settings, each with its reason: time, memory, GPU count, GPU type."""
+    out = resource_suggestions(facts)
     mean = mean_of(uses)
     target = cluster.policy.utilization_target_percent
     gpus = facts.gpus or sum(1 for u in uses if u.known)
@@ -180,8 +179,31 @@ def suggested_minutes(elapsed_seconds: float, margin: float = TIME_MARGIN) -> in
     return max(step, math.ceil(round(minutes / step, 6)) * step)
 
 
+def resource_suggestions(facts: JobFacts) -> list[Suggestion]:
+    """The next run's time and memory, from the accounting alone (no GPU samples, no cluster)."""
+    return [s for s in (_time(facts), _memory(facts)) if s is not None]
+
+
+def _more_memory(facts: JobFacts) -> Suggestion | None:
+    asked = facts.requested_memory_mb
+    if not asked:
+        return None
+    megabytes = math.ceil(round(asked * OUT_OF_MEMORY_FACTOR / MEMORY_STEP_MB, 6)) * MEMORY_STEP_MB
+    return Suggestion(
+        "memory",
+        f"{megabytes}M",
+        f"--mem={megabytes}M instead of {asked:.0f}M",
+        f"It was killed for using more than the {asked:.0f} MB it asked for: ask for at least "
+        f"half as much again ({megabytes} MB), or make it use less (smaller batches, fewer data "
+        "loader workers).",
+        sources.SBATCH_ELEMENTS,
+    )
+
+
 def _memory(facts: JobFacts) -> Suggestion | None:
     """Less memory when the job used under half of it: the rest was kept from other jobs."""
+    if facts.out_of_memory:
+        return _more_memory(facts)
     used, asked = facts.max_rss_mb, facts.requested_memory_mb
     if not used or not asked or used >= asked * MEMORY_USED_BELOW:
         return None

@@ -15,6 +15,7 @@ from django.utils import timezone
 from jobs.cluster import remote
 from jobs.cluster.remote import Snapshot
 from jobs.models import Job, JobState, JobTask
+from jobs.notify import record
 from jobs.slurm.sacct import AccountedJob
 from jobs.slurm.squeue import QueuedJob
 from jobs.slurm.states import SlurmState
@@ -78,6 +79,7 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
     for row in snapshot.queue:
         by_parent.setdefault(str(row.array_job_id), []).append(("queue", row.array_task_id, row))
     changed = []
+    states_before = {job.pk: job.state for job in jobs}
     for job in jobs:
         rows = [row for row in by_parent.get(job.slurm_id, []) if _is_of(job, row)]
         before = _tracked(job)
@@ -89,6 +91,7 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
             changed.append(job)
     # Most polls change few jobs: save those, and stamp all of them in one statement.
     Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
+    record.state_changes(changed, states_before)  # in this transaction: once, or not at all
     Job.objects.filter(pk__in=[job.pk for job in jobs]).update(polled=now, stale=False)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
@@ -23,6 +24,7 @@ from guidance.facts import cluster_facts
 from guidance.models import Cluster, Policy
 from jobs.gpu import chart
 from jobs.models import GpuDevice, GpuSample, Job, JobState
+from jobs.notify import record
 
 
 def facts_of(job: Job) -> JobFacts:
@@ -46,6 +48,7 @@ def _accounted(job: Job) -> JobFacts:
         requested_memory_mb=job.requested_memory_mb,
         gpu_type=job.gpu_type,
         timed_out=job.state == JobState.TIMEOUT,
+        out_of_memory=job.state == JobState.OUT_OF_MEMORY,
     )
 
 
@@ -129,8 +132,12 @@ def refresh_warning(job: Job, now: datetime | None = None) -> str:
             warmup_seconds=settings.GPU_WARMUP_SECONDS,
         ).text
     if text != job.gpu_warning:
+        appeared = text and not job.gpu_warning
         job.gpu_warning = text
-        job.save(update_fields=["gpu_warning"])
+        with transaction.atomic():  # the warning and its notification, together
+            job.save(update_fields=["gpu_warning"])
+            if appeared:
+                record.gpus_idle(job)
     return text
 
 

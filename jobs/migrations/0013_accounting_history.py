@@ -1,12 +1,10 @@
-# Numbered 0013 for the merge: another change of issue #25 takes 0012; this one depends on
-# 0011 until then.
 
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0011_following"),
+        ("jobs", "0012_notifications"),
     ]
 
     operations = [
