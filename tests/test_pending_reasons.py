@@ -84,6 +84,8 @@ SENTENCES = [
     "Reservation maint was deleted",
     "Reservation maint, which this job was running under, has ended",
     "launch failed requeued held",
+    "job requeued in held state",
+    "Burst buffer pre_run error",
 ]
 
 

@@ -260,12 +260,21 @@ FIXED: dict[str, tuple[str, str]] = {
 }
 
 # Slurm writes a few reasons as sentences of its own (the job's state description): their
-# beginnings, and the code whose explanation they get.
-SENTENCES = (
+# beginnings, and the code whose explanation they get, or their own where no code fits.
+SENTENCES: tuple[tuple[str, str | tuple[str, str]], ...] = (
     ("Nodes required for job are DOWN, DRAINED or reserved", "ReqNodeNotAvail"),
     ("Job is at or exceeds QOS", "QOSResourceLimit"),
     ("Job is at or exceeds association", "AssociationResourceLimit"),
     ("launch failed requeued held", "JobHoldMaxRequeue"),
+    ("Burst buffer pre_run error", "BurstBufferOperation"),
+    (
+        "job requeued in held state",
+        (
+            "It was put back in the queue and is held there: it will not start until it is "
+            "released.",
+            "Release it with `scontrol release <id>` when it should run again, or cancel it.",
+        ),
+    ),
 )
 _ENDED_RESERVATION = re.compile(r"Reservation (\S+ was deleted|[^,]+, which this job)")
 
@@ -325,9 +334,11 @@ def explain_pending(reason: str) -> PendingReason:
     raw = (reason or "").strip()
     if raw.casefold() in ("", "none", "(null)"):
         return NO_REASON
-    for beginning, code in SENTENCES:
+    for beginning, meant in SENTENCES:
         if raw.casefold().startswith(beginning.casefold()):
-            return _fixed(raw, code)
+            if isinstance(meant, str):
+                return _fixed(raw, meant)
+            return PendingReason(code=raw, meaning=meant[0], action=meant[1])
     if _ENDED_RESERVATION.match(raw):
         return _fixed(raw, "ReservationDeleted")
     code, _, tail = raw.partition(",")
