@@ -151,10 +151,18 @@ def test_a_job_on_a_dependency_says_it_waits_for_the_other_job(submit, user_clie
     assert "the job it depends on" in _says_why(user_client, after, "Dependency")
 
 
-def test_a_job_for_a_drained_node_names_the_node(submit, user_client, devcluster):
+def test_jobs_for_a_drained_node_say_so_and_name_it(submit, user_client, devcluster):
     with devcluster.drained("rtx-1"):
-        job = submit("sleep 5", "--partition=gpu-rtx")
-        code = "ReqNodeNotAvail, UnavailableNodes:rtx-1"
-        _poll_until([job], _waiting_with(code))
-        page = _says_why(user_client, job, code)
+        anywhere = submit("sleep 5", "--partition=gpu-rtx")
+        pinned = submit("sleep 5", "--partition=gpu-rtx", "--nodelist=rtx-1")
+        everywhere = (
+            "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority "
+            "partitions"
+        )
+        named = "ReqNodeNotAvail, UnavailableNodes:rtx-1"
+        _poll_until([anywhere], _waiting_with(everywhere))
+        _poll_until([pinned], _waiting_with(named))
+        page = _says_why(user_client, anywhere, everywhere)
+        assert "The nodes it could run on are down, drained" in page
+        page = _says_why(user_client, pinned, named)
         assert "rtx-1 is down, drained or not responding" in page

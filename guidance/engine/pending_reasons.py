@@ -262,7 +262,15 @@ FIXED: dict[str, tuple[str, str]] = {
 # Slurm writes a few reasons as sentences of its own (the job's state description): their
 # beginnings, and the code whose explanation they get, or their own where no code fits.
 SENTENCES: tuple[tuple[str, str | tuple[str, str]], ...] = (
-    ("Nodes required for job are DOWN, DRAINED or reserved", "ReqNodeNotAvail"),
+    (
+        "Nodes required for job are DOWN, DRAINED or reserved",
+        (
+            "The nodes it could run on are down, drained, or kept for jobs of a partition with a "
+            "higher priority.",
+            "Nodes that are down or drained wait for the administrators; to start sooner, submit "
+            "it to another partition or GPU type.",
+        ),
+    ),
     ("Job is at or exceeds QOS", "QOSResourceLimit"),
     ("Job is at or exceeds association", "AssociationResourceLimit"),
     ("launch failed requeued held", "JobHoldMaxRequeue"),
