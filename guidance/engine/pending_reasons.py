@@ -27,7 +27,6 @@ class PendingReason:
 
 NO_REASON = PendingReason(code="", meaning="")
 
-WAIT = "Nothing is wrong with the job: it starts by itself when that changes."
 RESUBMIT = "Cancel it and submit it again"
 ASK_ADMINS = "Ask the cluster's administrators; you cannot change this yourself."
 OWN_QOS = "`sacctmgr show assoc user=$USER format=account,partition,qos` lists the ones you may use"
@@ -306,8 +305,8 @@ _NODE_TAILS = {
 # and per what.
 _LIMIT = re.compile(
     r"(?P<owner>QOS|Assoc)?(?P<kind>Grp|Max|Min)"
-    r"(?P<resource>CPU|Cpu|Memory|Mem|Node|GRES|License|BB|Energy|Billing|Unknown|WallDuration|"
-    r"Wall|SubmitJobs|SubmitJob|Jobs)"
+    r"(?P<resource>CPU|Memory|Mem|Node|GRES|License|BB|Energy|Billing|Unknown|WallDuration|Wall|"
+    r"SubmitJobs?|Jobs)"
     r"(?P<minutes>RunMinutes|Minutes)?(?:Per(?P<per>Job|Node|User|Account))?(?:Limit|NotSatisfied)?",
     re.IGNORECASE,
 )
