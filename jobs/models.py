@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from guidance.engine.pending_reasons import PendingReason, explain_pending, in_about
 from jobs.slurm.states import SlurmState
 
 
@@ -180,8 +181,8 @@ _ACTIVE_STATES = frozenset(JobState) - _FINAL_STATES - {JobState.SUBMITTING}
 STATE_EXPLANATIONS = {
     JobState.SUBMITTING: "The portal is handing the script to Slurm.",
     JobState.SUBMIT_FAILED: "The script was not submitted, so nothing ran: why is below.",
-    JobState.PENDING: "Waiting in the queue for its turn or for free resources; the reason in "
-    "brackets says which.",
+    JobState.PENDING: "Waiting in the queue for its turn or for free resources; why, and when "
+    "Slurm expects to start it, show with it.",
     JobState.CONFIGURING: "Slurm has given the job its nodes and is getting them ready (some "
     "clusters start or boot nodes first); the script starts when they are.",
     JobState.RUNNING: "The script is running on its nodes.",
@@ -231,6 +232,12 @@ STATE_EXPLANATIONS = {
     JobState.UNKNOWN: "Slurm reported a state this portal does not know. The portal keeps "
     "following the job; tell its administrators if this lasts.",
 }
+
+
+# Queued and not started: pending, or put back in the queue and held there.
+WAITING_STATES = frozenset(
+    {JobState.PENDING, JobState.REQUEUE_HOLD, JobState.SPECIAL_EXIT, JobState.RESV_DEL_HOLD}
+)
 
 
 class JobOrigin(models.TextChoices):
@@ -335,6 +342,33 @@ class Job(models.Model):
     @property
     def state_explanation(self) -> str:
         return JobState(self.state).explanation
+
+    @property
+    def waiting(self) -> bool:
+        """In the queue, not started: what the page says about its reason and start applies."""
+        return self.state in WAITING_STATES
+
+    @property
+    def pending_reason(self) -> PendingReason:
+        """Why it waits, in words (Slurm's code kept beside them); none once it has started."""
+        return explain_pending(self.reason if self.waiting else "")
+
+    @property
+    def starts_in(self) -> str:
+        """The scheduler's expected start from now: 'in about 2 h 10 min'."""
+        return in_about(self.expected_start - timezone.now()) if self.expected_start else ""
+
+    @property
+    def queue_place(self) -> str:
+        """How many pending jobs of its partition come before it, as a sentence."""
+        ahead, where = self.ahead_in_queue, self.partition or "its partition"
+        if ahead is None:
+            return ""
+        if ahead == 0:
+            return f"No pending job in {where} comes before it by priority."
+        jobs = "pending job" if ahead == 1 else "pending jobs"
+        verb = "comes" if ahead == 1 else "come"
+        return f"{ahead} {jobs} in {where} {verb} before it by priority."
 
     def record(self, state: str, detail: str = "") -> None:
         """Moves to `state`, keeping an event when it changes; the caller saves."""

@@ -9,6 +9,8 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,10 @@ import pytest
 from tests.services import service_missing
 
 DEVCLUSTER = Path(__file__).resolve().parent.parent / "docker" / "devcluster" / "devcluster"
+# What `devcluster up` makes for pending states (ONE_GPU_QOS and LATER_RESERVATION there): a QOS
+# that allows a user one GPU at a time, and a reservation of rtx-1 a month ahead.
+ONE_GPU_QOS = "one-gpu"
+LATER_RESERVATION = "portal-later"
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,35 @@ class DevCluster:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
+
+    def as_operator(self, *argv: str, timeout: float = 30) -> str:
+        """Runs a Slurm command as root on this machine, as the cluster's administrators do
+        (draining a node, say; the test user may not), and returns what it printed."""
+        env = {
+            "SLURM_CONF": str(self.lab / "etc" / "slurm.conf"),
+            "PATH": "/usr/sbin:/usr/bin:/bin",
+        }
+        done = subprocess.run(
+            list(argv),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, f"{shlex.join(argv)}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    @contextmanager
+    def drained(self, node: str) -> Iterator[None]:
+        """The node drained for as long as the block runs, and resumed after, whatever happens."""
+        self.as_operator(
+            "scontrol", "update", f"nodename={node}", "state=drain", "reason=portal test"
+        )
+        try:
+            yield
+        finally:
+            self.as_operator("scontrol", "update", f"nodename={node}", "state=resume")
 
 
 def read_env(text: str) -> dict[str, str]:

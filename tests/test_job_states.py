@@ -169,7 +169,9 @@ def test_a_held_job_says_why(account, cluster, user_client):
     tasks.poll_clusters()
     job.refresh_from_db()
     assert (job.state, job.reason) == (JobState.SPECIAL_EXIT, "job requeued in held state")
-    assert "</strong> (job requeued in held state)" in _status(user_client, job)
+    status = _status(user_client, job)
+    assert "put back in the queue and is held there" in status
+    assert ">job requeued in held state</small>" in status  # Slurm's words, for the admins
 
 
 def test_a_job_squeue_saw_end_waits_for_sacct_however_it_ended(account, cluster):
