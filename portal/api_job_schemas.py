@@ -116,7 +116,8 @@ class JobOut(Schema):
     state_label: str
     state_explanation: str = Field(description="What the state means, as the job page says.")
     reason: str = Field(description="Slurm's reason code while the job waits, e.g. 'Priority'.")
-    # The plain-words explanation of `reason` goes beside it here, as `reason_text`.
+    reason_text: str = Field(description="What `reason` means, in words, while the job waits.")
+    what_to_do: str = Field(description="What the user can do about it; '' when nothing.")
     message: str = Field(description="What the cluster said: why a submission failed, say.")
     expected_start: datetime | None = Field(description="The scheduler's estimate, if pending.")
     ahead_in_queue: int | None = Field(
@@ -141,6 +142,14 @@ class JobOut(Schema):
     @staticmethod
     def resolve_cluster(job: Job) -> str:
         return job.account.cluster.slug
+
+    @staticmethod
+    def resolve_reason_text(job: Job) -> str:
+        return job.pending_reason.meaning
+
+    @staticmethod
+    def resolve_what_to_do(job: Job) -> str:
+        return job.pending_reason.action
 
     @staticmethod
     def resolve_state_label(job: Job) -> str:

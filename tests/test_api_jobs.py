@@ -188,6 +188,9 @@ def test_the_owner_sees_the_job_as_its_page_shows_it(client, secret, job):
     body = response.json()
     assert (body["slurm_id"], body["state"], body["reason"]) == ("1234", "PENDING", "Priority")
     assert body["state_explanation"] == JobState.PENDING.explanation
+    # The reason in the words of its page.
+    assert body["reason_text"] == job.pending_reason.meaning and "priority" in body["reason_text"]
+    assert body["what_to_do"] == job.pending_reason.action
     assert body["state_label"] == "Pending"
     assert body["events"] == [] and body["efficiency"] is None
     assert body["links"]["page"] == f"http://testserver/jobs/{job.pk}/"

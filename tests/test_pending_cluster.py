@@ -111,7 +111,6 @@ def test_a_job_behind_others_says_why_it_waits_and_when_it_should_start(
     assert "higher priority are ahead of it" in page
 
 
-@pytest.mark.xfail(reason="filled by the cluster-wide read", strict=False)
 def test_a_job_behind_others_shows_its_place_in_the_partition(full_partition, user_client):
     first, second = full_partition
     _poll_until([first, second], lambda job: job.ahead_in_queue is not None, timeout=20)
