@@ -246,8 +246,9 @@ def _poll(account: ClusterAccount) -> None:
             else None
         )
         jobs = _poll_states(account)
-        if reading is not None:
-            _save_history(account, reading, history_since, now)
+        if reading is not None and (found := _save_history(account, reading, history_since, now)):
+            # Accounting lists an array's tasks only once they start: the queue has the rest.
+            _poll_states(account, found)
     if jobs is None:
         return  # the login did not answer: its jobs are stale
     _say_why_scripts_stopped(account)
@@ -264,9 +265,11 @@ def _poll(account: ClusterAccount) -> None:
         logger.exception("GPU samples of %s not stored", account)
 
 
-def _poll_states(account: ClusterAccount) -> list[Job] | None:
-    """squeue and sacct for the login's active jobs; None when the login did not answer."""
-    jobs = list(account.jobs.filter(state__in=JobState.active()))
+def _poll_states(account: ClusterAccount, jobs: list[Job] | None = None) -> list[Job] | None:
+    """squeue and sacct for the login's active jobs (or `jobs`); None when the login did not
+    answer."""
+    if jobs is None:
+        jobs = list(account.jobs.filter(state__in=JobState.active()))
     if jobs:
         try:
             since = min(job.submitted or job.created for job in jobs)
@@ -289,21 +292,22 @@ def _unexplained_stops(since) -> dict:
     }
 
 
-def _save_history(account: ClusterAccount, reading: Future, since, now) -> None:
+def _save_history(account: ClusterAccount, reading: Future, since, now) -> list[Job]:
     """The user's jobs from accounting, those submitted outside the portal included
     (jobs.cluster.history); a failed read is tried again at the next poll, and stops nothing."""
     try:
         found = history.save(account, reading.result(), since, now)
     except ClusterError as error:
         logger.warning("Jobs of %s not read from accounting: %s", account, error.message)
-        return
+        return []
     except DATABASE_GONE:
         raise  # the whole poll is tried again (poll_clusters)
     except Exception:
         logger.exception("Jobs of %s not read from accounting", account)
-        return
+        return []
     if found:
         logger.debug("Found %d jobs of %s in its accounting", len(found), account)
+    return found
 
 
 def _say_why_scripts_stopped(account: ClusterAccount) -> None:

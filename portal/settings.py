@@ -224,8 +224,9 @@ POLL_SECONDS = env_int("POLL_SECONDS", 10, minimum=1)
 SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
 # Every login's jobs are also read from Slurm's accounting, those submitted outside the portal
 # included: HISTORY_DAYS back the first time, then only what happened since the last read, at
-# most once every HISTORY_READ_SECONDS (one sacct per login).
-HISTORY_DAYS = env_int("HISTORY_DAYS", 14, minimum=1, maximum=366)
+# most once every HISTORY_READ_SECONDS (one sacct per login). 0 turns it off: the portal then
+# knows only the jobs it submitted.
+HISTORY_DAYS = env_int("HISTORY_DAYS", 14, minimum=0, maximum=366)
 HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", POLL_SECONDS, minimum=1)
 # A submission's task holds its job this long after its last attempt began; one silent for longer
 # was lost (a worker killed as it took it: the default broker has already deleted the message),

@@ -70,9 +70,16 @@ def fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
-def short_history(settings):
-    # Every test's login is the dev cluster's one user, whose accounting holds every earlier test
-    # run's jobs: a new login's first history read looks two minutes back, not HISTORY_DAYS.
+def no_history(settings):
+    # Every test's login is the dev cluster's one user, whose accounting holds every earlier
+    # test's jobs, which the history read would make the user's own: off unless a test reads it
+    # (the `reads_history` fixture).
+    settings.HISTORY_DAYS = 0
+
+
+@pytest.fixture
+def reads_history(settings):
+    """The history read on, a new login's first read looking two minutes back."""
     settings.HISTORY_DAYS = 2 / (24 * 60)
 
 

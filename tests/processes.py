@@ -20,6 +20,9 @@ def portal_env(var_dir: Path, **overrides: str) -> dict[str, str]:
         "DEBUG": "true",
         "PORTAL_VAR_DIR": str(var_dir),
         "DATABASE_URL": f"sqlite:///{var_dir / 'db.sqlite3'}",
+        # The dev cluster's one user holds every earlier test's jobs: not the test user's own
+        # (tests/conftest.py: no_history).
+        "HISTORY_DAYS": "0",
     }
     return env | overrides
 

@@ -10,6 +10,7 @@ import re
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from django.test import Client
 from django.utils import timezone
 
@@ -18,6 +19,8 @@ from jobs.cluster import history, remote
 from jobs.cluster.gateway import gateway
 from jobs.models import ClusterAccount, Job, JobOrigin, JobState
 from jobs.slurm.sacct import parse_sacct, sacct_argv
+
+pytestmark = pytest.mark.usefixtures("reads_history")
 
 
 class RecordedCommands:

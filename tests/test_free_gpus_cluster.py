@@ -139,7 +139,7 @@ def test_a_waiting_job_knows_how_many_jobs_come_before_it(account, devcluster, c
 
 
 def test_the_cluster_is_read_once_per_cycle_whatever_the_number_of_logins(
-    account, devcluster, cleanup, django_user_model
+    account, devcluster, cleanup, django_user_model, reads_history
 ):
     names, _ = cleanup
     accounts = [account]

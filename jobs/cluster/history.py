@@ -27,7 +27,9 @@ FOUND = "Found in Slurm's accounting: submitted outside the portal."
 
 def due(now: datetime) -> Q:
     """The logins whose history is to be read now: every login with a key, once its last read
-    is HISTORY_READ_SECONDS old."""
+    is HISTORY_READ_SECONDS old; none where HISTORY_DAYS is 0 (the read is off)."""
+    if not settings.HISTORY_DAYS:
+        return Q(pk__in=[])
     last_read_before = now - timedelta(seconds=settings.HISTORY_READ_SECONDS)
     return (
         ~Q(private_key_encrypted="")
