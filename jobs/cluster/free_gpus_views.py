@@ -28,7 +28,9 @@ def cluster_gpus(cluster: Cluster) -> dict:
 @require_safe
 def free_gpus(request: HttpRequest) -> HttpResponse:
     clusters = [cluster_gpus(cluster) for cluster in Cluster.objects.order_by("name")]
-    return render(request, "jobs/free_gpus.html", {"clusters": clusters})
+    read = [c for c in clusters if c["read_at"] or c["error"]]
+    unread = [c["cluster"] for c in clusters if not (c["read_at"] or c["error"])]
+    return render(request, "jobs/free_gpus.html", {"clusters": read, "unread": unread})
 
 
 @login_required
