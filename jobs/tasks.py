@@ -237,11 +237,11 @@ def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
 def _poll(account: ClusterAccount) -> None:
     now = timezone.now()
     history_since = history.window(account, now)
-    # The history's sacct runs while the login's own squeue and sacct do, on the same connection:
-    # the poll waits for the longer of the two, not for both (bench/poll.py).
+    # The history's sacct and squeue run while the login's own squeue and sacct do, on the same
+    # connection: the poll waits for the longer of the two, not for both (bench/poll.py).
     with ThreadPoolExecutor(max_workers=1) as background:
         reading = (
-            background.submit(remote.accounting_since, account, history_since)
+            background.submit(remote.history_since, account, history_since)
             if history_since is not None
             else None
         )

@@ -193,3 +193,20 @@ def test_an_array_from_a_terminal_is_one_job_with_its_parts(local_login, user_cl
     assert job.origin == JobOrigin.OUTSIDE
     assert sorted(t.task_id for t in job.tasks.all()) == ["1", "2"]
     assert Job.objects.filter(account=local_login, slurm_id__startswith=f"{slurm_id}_").count() == 0
+
+
+def test_a_job_waiting_after_sbatch_in_a_terminal_shows_after_one_poll(local_login, user_client):
+    login = remote.login_for(local_login)
+    said = gateway.run(login, ["sbatch", "--parsable", "--hold", "--job-name=held-by-hand",
+                               "--wrap", "true"])  # fmt: skip
+    slurm_id = said.stdout.strip().split(";")[0]
+    try:
+        tasks.poll_clusters()  # accounting's window has no waiting job: the queue does
+        job = Job.objects.get(account=local_login, slurm_id=slurm_id)
+        assert (job.origin, job.state, job.reason) == (
+            JobOrigin.OUTSIDE, JobState.PENDING, "JobHeldUser"
+        )  # fmt: skip
+        page = user_client.get("/jobs/").content.decode()
+        assert "held-by-hand" in page and "scontrol release" in page
+    finally:
+        gateway.run(login, ["scancel", slurm_id])

@@ -1,9 +1,11 @@
 """Every job of a user's, from Slurm's accounting: jobs they submitted with sbatch in a terminal
 become portal jobs "submitted outside the portal", followed from then on like the portal's own.
 
-One sacct per login, at most every HISTORY_READ_SECONDS: HISTORY_DAYS back the first time, then
-from the end of the last read (less MARGIN). Jobs the portal submitted are known by the tag in
-their comment and never taken for outside jobs; an array's tasks fold into one job, as a chain's.
+One sacct and one squeue per login, at most every HISTORY_READ_SECONDS: sacct HISTORY_DAYS back
+the first time, then from the end of the last read (less MARGIN); squeue for the jobs waiting,
+which a window of accounting does not list until they start. Jobs the portal submitted are known
+by the tag in their comment and never taken for outside jobs; an array's tasks fold into one job,
+as a chain's.
 """
 
 from collections.abc import Iterable
@@ -18,6 +20,7 @@ from jobs.cluster import remote, tracking
 from jobs.cluster.remote import Snapshot
 from jobs.models import ClusterAccount, Job, JobEvent, JobOrigin, JobState
 from jobs.slurm.sacct import AccountedJob
+from jobs.slurm.squeue import QueuedJob
 
 # Read again from a little before the last read ended: the cluster's clock may be behind ours,
 # and slurmdbd records a job's end a moment after it happens.
@@ -46,7 +49,7 @@ def read(account: ClusterAccount, now: datetime | None = None) -> list[Job]:
     since = window(account, now)
     if since is None:
         return []
-    return save(account, remote.accounting_since(account, since), since, now)
+    return save(account, remote.history_since(account, since), since, now)
 
 
 def window(account: ClusterAccount, now: datetime) -> datetime | None:
@@ -63,11 +66,12 @@ def window(account: ClusterAccount, now: datetime) -> datetime | None:
 
 
 def save(
-    account: ClusterAccount, rows: list[AccountedJob], since: datetime, now: datetime
+    account: ClusterAccount, read: remote.History, since: datetime, now: datetime
 ) -> list[Job]:
-    """Makes a job of each row the portal does not follow yet, and moves the window on."""
+    """Makes a job of each one the portal does not follow yet, and moves the window on."""
     with transaction.atomic():
-        found = _outside_jobs(account, rows, since)
+        found = _outside_jobs(account, read.accounting, since)
+        found += _waiting_outside_jobs(account, read.waiting, since)
         ClusterAccount.objects.filter(pk=account.pk).update(history_read_until=now)
     account.history_read_until = now
     return found
@@ -100,6 +104,34 @@ def _outside_jobs(account: ClusterAccount, rows: Iterable[AccountedJob], since: 
     Job.objects.bulk_update(jobs, ["created"], batch_size=200)
     JobEvent.objects.bulk_create(JobEvent(job=job, state=job.state, detail=FOUND) for job in jobs)
     tracking.apply(Snapshot([], [part for parts in new.values() for part in parts]), jobs)
+    return jobs
+
+
+def _waiting_outside_jobs(account: ClusterAccount, rows: list[QueuedJob], since: datetime) -> list:
+    """Jobs waiting in the queue, not started yet: an array's waiting tasks are one job."""
+    by_job: dict[str, list[QueuedJob]] = {}
+    for row in rows:
+        if not row.comment.startswith(remote.TAG_PREFIX):
+            by_job.setdefault(str(row.array_job_id), []).append(row)
+    known = _known_ids(account, list(by_job), since)
+    new = {slurm_id: parts for slurm_id, parts in by_job.items() if slurm_id not in known}
+    if not new:
+        return []
+    jobs = Job.objects.bulk_create(
+        Job(
+            owner_id=account.owner_id,
+            account=account,
+            name=(parts[0].name.strip() or f"Slurm job {slurm_id}")[:64],
+            script="",
+            slurm_id=slurm_id,
+            state=JobState.PENDING,
+            origin=JobOrigin.OUTSIDE,
+            submitted=timezone.now(),
+        )
+        for slurm_id, parts in new.items()
+    )
+    JobEvent.objects.bulk_create(JobEvent(job=job, state=job.state, detail=FOUND) for job in jobs)
+    tracking.apply(Snapshot([part for parts in new.values() for part in parts], []), jobs)
     return jobs
 
 

@@ -26,7 +26,8 @@ from jobs.slurm.nodes import (
 from jobs.slurm.pending import PENDING_ARGV, PendingJob, parse_pending
 from jobs.slurm.sacct import AccountedJob, parse_sacct, sacct_argv
 from jobs.slurm.sbatch import TEST_ONLY_ARGV, WouldStart, parse_sbatch, parse_test_only
-from jobs.slurm.squeue import parse_squeue, squeue_argv
+from jobs.slurm.squeue import QueuedJob, parse_squeue, squeue_argv
+from jobs.slurm.states import SlurmState
 
 TAG_PREFIX = "portal:"
 OUTPUT_CAP = 64 * 1024  # the tail of stdout or stderr a job page shows
@@ -198,15 +199,28 @@ def read_load(account: ClusterAccount) -> Load:
     return Load(parse_free_gpus(nodes.stdout), parse_pending(queue.stdout))
 
 
-def accounting_since(account: ClusterAccount, since: datetime) -> list[AccountedJob]:
-    """One sacct: every job of the login's user that was eligible, ran or ended since `since`,
-    however it was submitted (the portal's are known by their comment)."""
+@dataclass(frozen=True)
+class History:
+    """Every job of a login's user, however it was submitted (the portal's are known by their
+    comment): those that ran or ended in a window, and those waiting now, which a window of
+    Slurm 22.05's accounting does not list."""
+
+    accounting: list[AccountedJob]
+    waiting: list[QueuedJob]
+
+
+def history_since(account: ClusterAccount, since: datetime) -> History:
+    """One sacct for the window from `since`, and one squeue for the jobs waiting."""
     login = login_for(account)
     window = since.astimezone(UTC).replace(tzinfo=None)  # read in UTC (values.IN_UTC)
     result = gateway.run(login, sacct_argv(login.username, window))
     if result.exit_status != 0:
         raise slurm_not_answering("sacct", result.stderr)
-    return parse_sacct(result.stdout)
+    queue = gateway.run(login, squeue_argv(login.username))
+    if queue.exit_status != 0:
+        raise slurm_not_answering("squeue", queue.stderr)
+    waiting = [row for row in parse_squeue(queue.stdout) if row.state is SlurmState.PENDING]
+    return History(parse_sacct(result.stdout), waiting)
 
 
 def output_tail(job: Job, stream: str) -> bytes:
