@@ -113,8 +113,8 @@ def _retire_replaced(job: Job) -> None:
     try:
         remote.cancel(old)
     except (remote.SlurmRefused, ClusterError) as error:
-        said = getattr(error, "message", str(error))
-        old.events.create(state=old.state, detail=f"Not cancelled for job {job.slurm_id}: {said}")
+        detail = f"Not cancelled for job {job.slurm_id}: {error.message}"
+        old.events.create(state=old.state, detail=detail)
         return
     old.events.create(state=old.state, detail=f"{REPLACED} {job.slurm_id}, which starts sooner.")
 

@@ -28,16 +28,6 @@ def clusters_to_read():
     return Cluster.objects.filter(clusteraccount__isnull=False).distinct()
 
 
-def refresh(cluster: Cluster, holder: str) -> bool:
-    """Reads the cluster unless a read younger than most of a cycle exists or another worker
-    reads it now; returns whether it read."""
-    taken = take(cluster, holder)
-    if taken is None:
-        return False
-    load, account = taken
-    return finish(load, cluster, lambda: remote.read_load(account))
-
-
 def take(cluster: Cluster, holder: str) -> tuple[ClusterLoad, ClusterAccount] | None:
     """Holds the cluster's read for this worker when one is due, with the login to read it
     through; None when no read is due, another worker reads it, or no one has a login there."""

@@ -41,17 +41,6 @@ def due(now: datetime) -> Q:
     )
 
 
-def read(account: ClusterAccount, now: datetime | None = None) -> list[Job]:
-    """Reads the login's jobs from accounting when its read is due, and makes a job of each one
-    the portal does not know yet; returns those. A ClusterError leaves the last read's end as it
-    was, so the next read covers this one's window."""
-    now = now or timezone.now()
-    since = window(account, now)
-    if since is None:
-        return []
-    return save(account, remote.history_since(account, since), since, now)
-
-
 def window(account: ClusterAccount, now: datetime) -> datetime | None:
     """Where the read due at `now` starts; None when none is due. `now` is taken before sacct
     runs, so that the next window starts before anything this read could miss."""
