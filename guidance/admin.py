@@ -45,6 +45,13 @@ class JobEnvironmentInline(admin.StackedInline):
     verbose_name = "job environment (what the site gives every job)"
 
 
+class SiteRuleInline(admin.TabularInline):
+    model = models.SiteRule
+    extra = 0
+    fields = ["rule", "source_document", "source_section"]
+    verbose_name = "rule for job scripts (the script checker applies it here)"
+
+
 @admin.register(models.Cluster)
 class ClusterAdmin(SimpleHistoryAdmin):
     list_display = ["name", "slug", "scheduler", "login_host"]
@@ -73,6 +80,7 @@ class ClusterAdmin(SimpleHistoryAdmin):
         GpuTypeInline,
         PartitionInline,
         StorageTierInline,
+        SiteRuleInline,
     ]
 
     def save_related(self, request, form, formsets, change) -> None:
@@ -131,6 +139,12 @@ class PolicyAdmin(SimpleHistoryAdmin):
 @admin.register(models.JobEnvironment)
 class JobEnvironmentAdmin(SimpleHistoryAdmin):
     list_display = ["cluster", "modules", "python_module", "python_builder"]
+
+
+@admin.register(models.SiteRule)
+class SiteRuleAdmin(SimpleHistoryAdmin):
+    list_display = ["cluster", "rule", "source_document", "source_section"]
+    list_filter = ["cluster", "rule"]
 
 
 @admin.register(models.Article)

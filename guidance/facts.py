@@ -72,4 +72,7 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
             if environment
             else engine.JobEnvironment()
         ),
+        rules=tuple(
+            engine.SiteRule(engine.Rule(r.rule), _source(r)) for r in cluster.site_rules.all()
+        ),
     )

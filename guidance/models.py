@@ -6,7 +6,7 @@ from django.db import models
 from django.urls import reverse
 from simple_history.models import HistoricalRecords
 
-from guidance.engine import PythonBuilder, Scheduler, TierKind, Workload
+from guidance.engine import PythonBuilder, Rule, Scheduler, TierKind, Workload
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
 
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
@@ -36,12 +36,13 @@ class Sourced(models.Model):
 
 class ClusterQuerySet(models.QuerySet):
     def with_facts(self) -> "ClusterQuerySet":
-        """Everything guidance.facts.cluster_facts reads, in four queries, and the partitions'
+        """Everything guidance.facts.cluster_facts reads, in five queries, and the partitions'
         GPU types that the cluster page shows."""
         return self.select_related("policy", "job_environment").prefetch_related(
             models.Prefetch("partitions", Partition.objects.select_related("gpu_type")),
             "gpu_types",
             "storage_tiers",
+            "site_rules",
         )
 
 
@@ -337,6 +338,24 @@ class JobEnvironment(Sourced):
             raise ValidationError(
                 {"python_module": "Jobs have no module command: leave this empty."}
             )
+
+
+class SiteRule(Sourced):
+    """A rule about job scripts that the cluster's guidance states: the script checker applies
+    it on this cluster, citing this source."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="site_rules")
+    rule = models.CharField(max_length=40, choices=[(r.value, r.label) for r in Rule])
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["cluster", "rule"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "rule"], name="one_rule_per_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}: {Rule(self.rule).label}"
 
 
 class Article(Sourced):

@@ -17,7 +17,9 @@ from guidance.engine.types import (
     Partition,
     Policy,
     PythonBuilder,
+    Rule,
     Scheduler,
+    SiteRule,
     StorageTier,
     TierKind,
     Workload,
@@ -253,6 +255,18 @@ FEDERATION_JOB_ENVIRONMENT = JobEnvironment(
 
 
 FEDERATION_RESULTS_DIR = "$PROJECT/results"
+
+# What the federation's documents ask of every job script; the processing cluster's (000) asks
+# none of these, so the checker does not hold its scripts to them.
+FEDERATION_RULES = (
+    SiteRule(Rule.ACCOUNT_REQUIRED, sources.SBATCH_ELEMENTS),
+    SiteRule(Rule.MEMORY_PER_GPU, sources.SBATCH_ELEMENTS),
+    SiteRule(Rule.CPUS_PER_GPU, sources.SBATCH_ELEMENTS),
+    SiteRule(Rule.OFFLINE_COMPUTE_NODES, sources.INTERACTIVE_FIRST),
+    SiteRule(Rule.AVOID_ANACONDA, sources.AVOID_ANACONDA),
+    SiteRule(Rule.CHECKPOINT_LONG_JOBS, sources.LONG_RUNNING),
+    SiteRule(Rule.VENV_ON_NODE, sources.VENV_IN_JOB),
+)
 # Node-local storage per node type (Partition.node_local_gb) is not seeded: 004 says only that
 # it depends on the node type, and 001 that a job may find anything from none to a terabyte free.
 
@@ -285,6 +299,7 @@ def _federation(
                 results_dir=FEDERATION_RESULTS_DIR,
             ),
             environment=FEDERATION_JOB_ENVIRONMENT,
+            rules=FEDERATION_RULES,
         ),
         description=description,
         source=sources.DATASET_SIZE_TIERS,

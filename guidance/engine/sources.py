@@ -32,6 +32,7 @@ SMALL_FILES = Source(
 )
 LONG_RUNNING = Source(DOC_AI_ML, "Long running computations")
 SIMILAR_JOBS = Source(DOC_AI_ML, "Running many similar jobs")
+AVOID_ANACONDA = Source(DOC_AI_ML, "Python / Avoid Anaconda")
 
 # Federation "Machine learning tutorial" (002).
 ARCHIVE_DATASET = Source(DOC_ML_TUTORIAL, "Step 2: Archiving a data set")

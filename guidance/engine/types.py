@@ -185,6 +185,39 @@ class JobEnvironment:
         return any(known == name for known, _ in self.variables)
 
 
+class Rule(StrEnum):
+    """A rule about job scripts that a site publishes; the script checker applies each only on
+    the clusters whose guidance states it (from the guidance data, with the site's source)."""
+
+    ACCOUNT_REQUIRED = "account_required"
+    MEMORY_PER_GPU = "memory_per_gpu"
+    CPUS_PER_GPU = "cpus_per_gpu"
+    OFFLINE_COMPUTE_NODES = "offline_compute_nodes"
+    AVOID_ANACONDA = "avoid_anaconda"
+    CHECKPOINT_LONG_JOBS = "checkpoint_long_jobs"
+    VENV_ON_NODE = "venv_on_node"
+
+    @property
+    def label(self) -> str:
+        return {
+            "account_required": "Every job names the account it is billed to (--account)",
+            "memory_per_gpu": "Memory in proportion to GPUs, at most the policy's memory per GPU",
+            "cpus_per_gpu": "CPUs in proportion to GPUs, at the policy's CPUs per GPU",
+            "offline_compute_nodes": "Compute nodes have no internet access: install nothing "
+            "from the internet in a job",
+            "avoid_anaconda": "Avoid Anaconda: use virtualenv",
+            "checkpoint_long_jobs": "Checkpoint long jobs and run them as chains of the "
+            "policy's checkpoint chunk",
+            "venv_on_node": "Build a virtualenv made in a job on the node's local storage",
+        }[self.value]
+
+
+@dataclass(frozen=True)
+class SiteRule:
+    rule: Rule
+    source: Source | None = None
+
+
 @dataclass(frozen=True)
 class Cluster:
     slug: str
@@ -195,6 +228,11 @@ class Cluster:
     storage_tiers: tuple[StorageTier, ...] = ()
     policy: Policy = field(default_factory=Policy)
     environment: JobEnvironment = field(default_factory=JobEnvironment)
+    rules: tuple[SiteRule, ...] = ()
+
+    def rule(self, rule: Rule) -> SiteRule | None:
+        """The site's statement of the rule, None where its guidance does not state it."""
+        return next((r for r in self.rules if r.rule == rule), None)
 
     def gpu_type(self, name: str) -> GpuType | None:
         wanted = name.casefold()

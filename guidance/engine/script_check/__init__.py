@@ -9,6 +9,7 @@ a note is only raised when the script shows the problem, so a quiet answer is no
 """
 
 from guidance.engine.script_check.check import MAX_CHARS, ScriptCheck, check_script
+from guidance.engine.script_check.findings import Edit, Finding, Severity
 from guidance.engine.script_check.parse import (
     Directive,
     Script,
@@ -21,8 +22,11 @@ from guidance.engine.script_check.parse import (
 __all__ = [
     "MAX_CHARS",
     "Directive",
+    "Edit",
+    "Finding",
     "Script",
     "ScriptCheck",
+    "Severity",
     "check_script",
     "gpu_request",
     "gres_gpus",

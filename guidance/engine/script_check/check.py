@@ -9,6 +9,7 @@ from guidance.engine.script_check.account_and_gpus import (
     check_gpu_use,
 )
 from guidance.engine.script_check.commands import read_commands
+from guidance.engine.script_check.findings import Finding, apply_edits, unified_diff
 from guidance.engine.script_check.parse import Directive, Script, parse_script
 from guidance.engine.script_check.paths import storage_places
 from guidance.engine.script_check.time_limits import check_checkpoints, check_time
@@ -21,9 +22,13 @@ MAX_CHARS = 200_000
 
 @dataclass(frozen=True)
 class ScriptCheck:
-    notes: tuple[Note, ...]
+    notes: tuple[Finding, ...]
     directives: tuple[Directive, ...] = ()
     truncated: bool = False
+    # The script with the findings' mechanical fixes applied (directives, module and pip
+    # lines), and the change as a unified diff; None and "" when there is nothing to apply.
+    fixed: str | None = None
+    diff: str = ""
 
 
 def check_script(text: str, cluster: Cluster) -> ScriptCheck:
@@ -64,7 +69,14 @@ def check_script(text: str, cluster: Cluster) -> ScriptCheck:
         check_gpu_types(script, cluster, notes)
     check_gpu_use(script, reading, notes)
     check_training_data(cluster, reading, notes)
-    return ScriptCheck(tuple(notes), script.directives, truncated)
+    return _finished(text, notes, script, truncated)
+
+
+def _finished(text: str, notes: list[Note], script: Script, truncated: bool) -> ScriptCheck:
+    findings = tuple(n if isinstance(n, Finding) else Finding(**vars(n)) for n in notes)
+    fixed = apply_edits(text, findings)
+    diff = unified_diff(text, fixed) if fixed is not None else ""
+    return ScriptCheck(findings, script.directives, truncated, fixed if diff else None, diff)
 
 
 def _check_shape(text: str, script: Script, notes: list[Note]) -> bool:

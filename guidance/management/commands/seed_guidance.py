@@ -121,6 +121,12 @@ class Command(BaseCommand):
                     **_source(part.source),
                 },
             )
+        for site_rule in facts.rules:
+            self._create(
+                models.SiteRule,
+                {"cluster": cluster, "rule": site_rule.rule.value},
+                _source(site_rule.source),
+            )
         for tier in facts.storage_tiers:
             self._create(
                 models.StorageTier,
