@@ -220,7 +220,14 @@ def test_without_javascript_the_path_check_answers_in_the_page(seeded, user_clie
 
 def _add_in_admin(staff_client, **fields) -> str:
     """A cluster as an admin adds one: the cluster's own fields, every inline left empty."""
-    inlines = ["policy", "job_environment", "gpu_types", "partitions", "storage_tiers", "site_rules"]
+    inlines = [
+        "policy",
+        "job_environment",
+        "gpu_types",
+        "partitions",
+        "storage_tiers",
+        "site_rules",
+    ]
     data = {"scheduler": "slurm", "login_port": "22"} | fields
     for prefix in inlines:
         data |= {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
