@@ -5,8 +5,9 @@ from collections.abc import Iterator
 
 from guidance.engine import sources
 from guidance.engine.script_check.commands import Reading
+from guidance.engine.script_check.findings import Finding, Severity, add_directive
 from guidance.engine.script_check.parse import Script, gpu_request, gres_gpus, read_count
-from guidance.engine.types import Cluster, Note
+from guidance.engine.types import Cluster, Note, Rule
 
 # What starts one process per GPU, or hands the GPUs to the program: a small list, kept in
 # words a user recognizes in the message.
@@ -29,18 +30,31 @@ LAUNCHERS = (
 )
 
 
-def check_account(script: Script, notes: list[Note]) -> None:
-    if script.has("account"):
+# Written into a fixed script where the user's account is not known: the fix says to change it.
+ACCOUNT_PLACEHOLDER = "def-yourgroup"
+
+
+def check_account(script: Script, cluster: Cluster, account: str, notes: list[Note]) -> None:
+    rule = cluster.rule(Rule.ACCOUNT_REQUIRED)
+    if rule is None or script.has("account"):
         return
+    name = account or ACCOUNT_PLACEHOLDER
     notes.append(
-        Note(
+        Finding(
             "no_account",
-            "No --account (-A): clusters that bill jobs to an allocation, such as the "
-            "federation's, refuse the job or charge your default account. Add e.g. "
-            "#SBATCH --account=def-yourgroup (sshare -U lists yours), unless you set "
-            "SBATCH_ACCOUNT.",
-            sources.SBATCH_ELEMENTS,
+            f"No --account (-A): {cluster.name} bills every job to an account, and without one "
+            "Slurm refuses the job or charges your default account, if you have one.",
+            rule.source,
             "account",
+            severity=Severity.FAILS,
+            fix=f"Add #SBATCH --account={name}"
+            + (
+                ""
+                if account
+                else f", with your own account in place of {name} (sshare -U lists yours)"
+            )
+            + ", unless you set SBATCH_ACCOUNT in your login's environment.",
+            edits=(add_directive(script, f"--account={name}"),),
         )
     )
 

@@ -31,8 +31,9 @@ class ScriptCheck:
     diff: str = ""
 
 
-def check_script(text: str, cluster: Cluster) -> ScriptCheck:
-    """The cluster's guidance applied to an sbatch script; never raises."""
+def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
+    """The cluster's guidance applied to an sbatch script; never raises. `account`: the user's
+    Slurm account there, where known, for the fixed script."""
     if cluster.scheduler != Scheduler.SLURM:
         return ScriptCheck(
             (
@@ -65,7 +66,7 @@ def check_script(text: str, cluster: Cluster) -> ScriptCheck:
     if script.directives:
         minutes = check_time(script, cluster, notes)
         check_checkpoints(script, cluster, minutes, notes)
-        check_account(script, notes)
+        check_account(script, cluster, account, notes)
         check_gpu_types(script, cluster, notes)
     check_gpu_use(script, reading, notes)
     check_training_data(cluster, reading, notes)

@@ -5,6 +5,7 @@ import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 
+from guidance.engine.script_check.parse import Script
 from guidance.engine.types import Note
 
 
@@ -42,6 +43,27 @@ class Finding(Note):
     lines: tuple[int, ...] = ()
     fix: str = ""  # what to do, in words; the message says what is wrong and why
     edits: tuple[Edit, ...] = ()
+
+
+def add_directive(script: Script, option: str) -> Edit:
+    """An #SBATCH line for the option, below the script's last one (or its first line)."""
+    below = max((d.line for d in script.directives), default=1 if script.shebang else 0)
+    return Edit(below + 1, f"#SBATCH {option}", insert=True)
+
+
+def set_directive(script: Script, names: tuple[str, ...], option: str) -> tuple[Edit, ...]:
+    """The option in place of the named ones (sbatch uses the last one given), or added when
+    the script gives none. Other options on the same #SBATCH lines stay."""
+    found = [d for d in script.directives if d.option in names]
+    if not found:
+        return (add_directive(script, option),)
+    edits = []
+    last = found[-1].line
+    for number in sorted({d.line for d in found}):
+        kept = [str(d) for d in script.directives if d.line == number and d.option not in names]
+        kept += [option] if number == last else []
+        edits.append(Edit(number, f"#SBATCH {' '.join(kept)}" if kept else None))
+    return tuple(edits)
 
 
 def apply_edits(text: str, findings: tuple[Finding, ...]) -> str | None:
