@@ -4,7 +4,7 @@ A guess from the commands' words: each guess is written down where it is made.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from guidance.engine.archives import ARCHIVE_FORMATS
@@ -46,21 +46,44 @@ NOT_DATA_OPTION = re.compile(
 CODE_FILE = re.compile(r"\.(py|sh|bash|r|jl|ipynb|ya?ml|json|toml|cfg|ini|conf|txt)$", re.I)
 
 
+@dataclass(frozen=True)
+class Run:
+    """A program the script starts: its line, its words (variables expanded), and whether it
+    looks like training."""
+
+    line: int
+    words: tuple[str, ...]
+    training: bool
+    background: bool = False
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
 @dataclass
 class Reading:
     """What the commands were seen to do."""
 
-    training: list[tuple[str, Place]]  # (command, network place it reads) of training runs
+    # (line, command, network place it reads) of training runs
+    training: list[tuple[int, str, Place]] = field(default_factory=list)
+    # (line, command, node-local path it reads) of training runs
+    local_reads: list[tuple[int, str, str]] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
     staged: bool = False
+    # Where staging put data on the node, and the network places it came from.
+    destinations: list[str] = field(default_factory=list)
+    sources: list[Place] = field(default_factory=list)
     background_runs: int = 0
 
 
 def read_commands(script: Script, places: list[Place]) -> Reading:
     shell = Shell()
-    reading = Reading(training=[])
-    cwd_local = False
+    reading = Reading()
+    cwd_local = ""
     loops = 0  # a run started in the background inside a loop is several runs
-    for line in script.commands:
+    lines = script.command_lines or (0,) * len(script.commands)
+    for number, line in zip(lines, script.commands, strict=False):
         for command in simple_commands(line):
             shell.assign(command)
             first = command.words[0]
@@ -75,22 +98,91 @@ def read_commands(script: Script, places: list[Place]) -> Reading:
             program = words[0].rsplit("/", 1)[-1]
             if program in ("cd", "pushd"):
                 where = place_of(words[1], places) if len(words) > 1 else None
-                cwd_local = bool(where and where.local)
+                cwd_local = words[1] if where and where.local else ""
             if {w.rsplit("/", 1)[-1] for w in words} & STAGING_TOOLS:
-                reading.staged |= cwd_local or any(_is_local(w, places) for w in words[1:])
+                _staging(words, places, cwd_local, reading)
                 continue
-            if program in NOT_PROGRAMS or not _is_training(words):
+            if program in NOT_PROGRAMS:
                 continue
-            network = _network_data(words, places)
-            if network:
-                reading.training.append((" ".join(command.words), network))
+            if program in CONTAINER_TOOLS:
+                words = _seen_from_outside(words)
+            training = _is_training(words)
+            reading.runs.append(Run(number, tuple(words), training, command.background))
+            if not training:
+                continue
+            text = " ".join(command.words)
+            for word in _data_words(words):
+                place = place_of(word, places)
+                if place and not place.local:
+                    reading.training.append((number, text, place))
+                    break
+                if place and place.local:
+                    reading.local_reads.append((number, text, word))
     return reading
 
 
-def _is_local(word: str, places: list[Place]) -> bool:
+CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
+
+
+def _seen_from_outside(words: list[str]) -> list[str]:
+    """A container's command with the paths it reads through --bind SRC:DST written as SRC:
+    what matters is where the data really lives."""
+    binds: list[tuple[str, str]] = []
+    for option, value in pairwise(words):
+        if option in ("-B", "--bind", "--mount"):
+            for pair in value.split(","):
+                source, _, target = pair.partition(":")
+                binds.append((target.partition(":")[0] or source, source))
+    for word in words:
+        if word.startswith(("--bind=", "-B=")):
+            for pair in word.partition("=")[2].split(","):
+                source, _, target = pair.partition(":")
+                binds.append((target.partition(":")[0] or source, source))
+    binds.sort(key=lambda b: -len(b[0]))
+
+    def outside(word: str) -> str:
+        for target, source in binds:
+            if word == target or word.startswith(target.rstrip("/") + "/"):
+                return source + word[len(target) :]
+            if "=" in word and word.partition("=")[2].startswith(target):
+                name, _, value = word.partition("=")
+                return f"{name}={source}{value[len(target) :]}"
+        return word
+
+    # The bind options themselves are no data the program reads.
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word in ("-B", "--bind", "--mount"):
+            skip = True
+            continue
+        if word.startswith(("--bind=", "-B=")):
+            continue
+        kept.append(outside(word))
+    return kept
+
+
+def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> None:
+    """A copy or an unpacking: where to, and from which network place."""
+    targets = [t for w in words[1:] for t in _local_targets(w, places)]
+    if cwd_local and not targets:
+        targets = [cwd_local]
+    if not targets:
+        return
+    reading.staged = True
+    reading.destinations += targets
+    for word in words[1:]:
+        place = place_of(word, places)
+        if place and not place.local:
+            reading.sources.append(place)
+
+
+def _local_targets(word: str, places: list[Place]) -> list[str]:
     # -C$SLURM_TMPDIR and --target=$SLURM_TMPDIR name the destination too.
     candidates = (word, word.partition("=")[2], word[2:] if re.match(r"-\w", word) else "")
-    return any((p := place_of(c, places)) is not None and p.local for c in candidates if c)
+    return [c for c in candidates if c and (p := place_of(c, places)) is not None and p.local]
 
 
 def _is_training(words: list[str]) -> bool:
@@ -104,8 +196,14 @@ def _is_training(words: list[str]) -> bool:
     return any(part in n.rsplit("/", 1)[-1].casefold() for n in names for part in TRAINING_WORDS)
 
 
-def _network_data(words: list[str], places: list[Place]) -> Place | None:
-    """The network storage that a training command's data arguments point at, if any."""
+# The program itself, not its data: python3.11, /home/me/env/bin/python, ~/.local/bin/x.
+INTERPRETER = re.compile(r"(^|/)(python[\d.]*|bin/[^/]+)$")
+
+
+def _data_words(words: list[str]) -> list[str]:
+    """The words of a training command that may name its data: not options' values that are
+    written or read once (outputs, configs, checkpoints), not code, not the interpreter."""
+    found = []
     option = ""
     for word in words[1:]:
         if option == "-m":  # python -m package.module: a module name, not a path
@@ -119,9 +217,6 @@ def _network_data(words: list[str], places: list[Place]) -> Place | None:
             continue
         skip = NOT_DATA_OPTION.search(option) or CODE_FILE.search(word)
         option = ""
-        if skip:
-            continue
-        place = place_of(word, places)
-        if place and not place.local:
-            return place
-    return None
+        if not skip and not INTERPRETER.search(word):
+            found.append(word)
+    return found
