@@ -15,6 +15,6 @@ huggingface-cli download EleutherAI/pythia-1b --local-dir $SLURM_TMPDIR/pythia-1
 deepspeed --num_gpus 4 finetune_clm.py \
     --deepspeed ds_zero2.json \
     --model_name_or_path $SLURM_TMPDIR/pythia-1b \
-    --train_file ~/scratch/corpus/french_news.jsonl \
+    --train_dir ~/projects/def-gfortin/corpora/french_news_shards \
     --per_device_train_batch_size 4 \
     --output_dir ~/scratch/pythia-fr

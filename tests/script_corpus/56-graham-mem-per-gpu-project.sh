@@ -6,5 +6,5 @@
 #SBATCH --time=0-10:00
 
 module load python/3.11
-source ~/envs/ts/bin/activate
-python train_informer.py --root_path /project/def-cwu/data/electricity --epochs 30
+source ~/envs/vision/bin/activate
+python train_classifier.py --data /project/def-cwu/data/eurosat_rgb --epochs 30 --workers 8
