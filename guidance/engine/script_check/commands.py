@@ -40,7 +40,7 @@ PREFIX_WORDS = frozenset(
 # Options whose value is written, or read once, rather than the training data itself.
 NOT_DATA_OPTION = re.compile(
     r"out|save|checkpoint|ckpt|log|write|result|export|resume|load|config|cfg|model|weight"
-    r"|pretrain|cache|tokenizer|dest|report|wandb|tensorboard",
+    r"|pretrain|cache|tokenizer|dest|report|wandb|tensorboard|exp|run[_-]?dir|work[_-]?dir",
     re.IGNORECASE,
 )
 CODE_FILE = re.compile(r"\.(py|sh|bash|r|jl|ipynb|ya?ml|json|toml|cfg|ini|conf|txt)$", re.I)
@@ -122,51 +122,44 @@ def read_commands(script: Script, places: list[Place]) -> Reading:
 
 
 CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
+# apptainer exec's options that take a value as the next word.
+CONTAINER_VALUE_OPTIONS = frozenset(
+    {"-B", "--bind", "--mount", "--env", "--env-file", "-H", "--home", "--pwd", "-W"}
+    | {"--workdir", "-o", "--overlay", "--security", "--app", "-S", "--scratch"}
+)
 
 
 def _seen_from_outside(words: list[str]) -> list[str]:
-    """A container's command with the paths it reads through --bind SRC:DST written as SRC:
-    what matters is where the data really lives."""
+    """The command a container runs (apptainer exec [options] IMAGE command...), with the paths
+    it reads through --bind SRC:DST written as SRC: what matters is where the data lives."""
     binds: list[tuple[str, str]] = []
-    for option, value in pairwise(words):
-        if option in ("-B", "--bind", "--mount"):
+    i = 2  # past the tool and its subcommand (exec, run, shell)
+    while i < len(words) and words[i].startswith("-"):
+        name, eq, value = words[i].partition("=")
+        if not eq and name in CONTAINER_VALUE_OPTIONS and i + 1 < len(words):
+            value = words[i + 1]
+            i += 1
+        if name in ("-B", "--bind", "--mount"):
             for pair in value.split(","):
                 source, _, target = pair.partition(":")
                 binds.append((target.partition(":")[0] or source, source))
-    for word in words:
-        if word.startswith(("--bind=", "-B=")):
-            for pair in word.partition("=")[2].split(","):
-                source, _, target = pair.partition(":")
-                binds.append((target.partition(":")[0] or source, source))
+        i += 1
+    inner = words[i + 1 :]  # after the image
     binds.sort(key=lambda b: -len(b[0]))
 
     def outside(word: str) -> str:
+        name, eq, path = word.rpartition("=")
         for target, source in binds:
-            if word == target or word.startswith(target.rstrip("/") + "/"):
-                return source + word[len(target) :]
-            if "=" in word and word.partition("=")[2].startswith(target):
-                name, _, value = word.partition("=")
-                return f"{name}={source}{value[len(target) :]}"
+            if path == target or path.startswith(target.rstrip("/") + "/"):
+                return f"{name}{eq}{source}{path[len(target) :]}"
         return word
 
-    # The bind options themselves are no data the program reads.
-    kept, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-            continue
-        if word in ("-B", "--bind", "--mount"):
-            skip = True
-            continue
-        if word.startswith(("--bind=", "-B=")):
-            continue
-        kept.append(outside(word))
-    return kept
+    return [outside(w) for w in inner] or words
 
 
 def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> None:
     """A copy or an unpacking: where to, and from which network place."""
-    targets = [t for w in words[1:] for t in _local_targets(w, places)]
+    targets = [_fixed_part(t) for w in words[1:] for t in _local_targets(w, places)]
     if cwd_local and not targets:
         targets = [cwd_local]
     if not targets:
@@ -177,6 +170,18 @@ def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Rea
         place = place_of(word, places)
         if place and not place.local:
             reading.sources.append(place)
+
+
+def _fixed_part(path: str) -> str:
+    """The path up to its first part the script fills in at run time: $SCRATCH/$1/x ->
+    $SCRATCH (a function's argument, a loop's variable)."""
+    first, *rest = path.split("/")
+    kept = [first]
+    for part in rest:
+        if "$" in part:
+            break
+        kept.append(part)
+    return "/".join(kept)
 
 
 def _local_targets(word: str, places: list[Place]) -> list[str]:

@@ -13,18 +13,29 @@ from guidance.engine.types import Cluster, Rule
 PIP_INSTALL = re.compile(r"\b(pip[\d.]*|-m\s+pip)\s+install\b")
 URL = re.compile(r"\b(https?|ftp)://|git@[\w.-]+:")
 # What reaches the internet at job time, in words for the message.
+_ANY = r"[^\n]{0,300}"  # bounded, so that a pasted wall of words stays linear
 FETCHES = (
-    (re.compile(r"\b(conda|mamba|micromamba)\s+(install|create|update|env\s+(create|update))\b"),
-     "conda fetches its packages from the internet"),
-    (re.compile(r"\b(apptainer|singularity)\s+(pull|build|exec|run|shell)\b[^\n]{0,300}\b(docker|library|shub|oras)://"),
-     "the container image is downloaded from its registry"),
-    (re.compile(r"\b(wget|curl)\b[^\n]{0,300}\b(https?|ftp)://"), "it downloads from the internet"),
-    (re.compile(r"\bgit\s+clone\b[^\n]{0,300}(\b(https?|ssh|git)://|git@)"), "git clones from the internet"),
+    (
+        re.compile(r"\b(conda|mamba|micromamba)\s+(install|create|update|env\s+(create|update))\b"),
+        "conda fetches its packages from the internet",
+    ),
+    (
+        re.compile(
+            rf"\b(apptainer|singularity)\s+(pull|build|exec|run|shell)\b{_ANY}"
+            r"\b(docker|library|shub|oras)://"
+        ),
+        "the container image is downloaded from its registry",
+    ),
+    (re.compile(rf"\b(wget|curl)\b{_ANY}\b(https?|ftp)://"), "it downloads from the internet"),
+    (
+        re.compile(rf"\bgit\s+clone\b{_ANY}(\b(https?|ssh|git)://|git@)"),
+        "git clones from the internet",
+    ),
     (re.compile(r"\b(huggingface-cli|hf)\s+download\b"), "it downloads from the Hugging Face Hub"),
-)  # fmt: skip
+)
 ANACONDA = re.compile(
     r"\b(conda|mamba|micromamba)\s+(activate|env|create|install|run)\b|\bsource\s+activate\b"
-    r"|\bmodule\s+(load|add)\s+[^\n]{0,300}\b(ana|mini)conda|\bconda\.sh\b"
+    rf"|\bmodule\s+(load|add)\s+{_ANY}\b(ana|mini)conda|\bconda\.sh\b"
 )
 VENV = re.compile(r"\b(virtualenv|venv|uv\s+venv)\b")
 

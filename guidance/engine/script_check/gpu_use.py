@@ -119,6 +119,13 @@ def _one_gpu(asked, gpus: int, run: Run, how: str) -> Finding:
     )
 
 
+def _gpu_partition(partition: str, cluster: Cluster) -> bool:
+    """Whether the named partition is one of the cluster's GPU node types, or named for GPUs."""
+    names = {n.strip() for n in partition.split(",") if n.strip()}
+    published = {p.slurm_partition or p.name for p in cluster.partitions if p.gpus_per_node}
+    return bool(names & published) or bool(GPU_PARTITION.search(partition))
+
+
 def check_gpu_requested(
     script: Script, request: Request, reading: Reading, cluster: Cluster, notes: list
 ) -> None:
@@ -128,7 +135,7 @@ def check_gpu_requested(
     partition = script.option("partition") or ""
     off = [d for d in script.commented if d.option in ("gres", "gpus", "gpus-per-node")]
     training = next((r for r in reading.runs if r.training), None)
-    if not (training or GPU_PARTITION.search(partition) or off):
+    if not (training or _gpu_partition(partition, cluster) or off):
         return
     why = (
         f"its GPU request on line {off[0].line} is commented out"

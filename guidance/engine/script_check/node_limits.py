@@ -12,12 +12,10 @@ def check_node_limits(script: Script, request: Request, cluster: Cluster, notes:
     _check_memory_size(request, notes)
     if not cluster.partitions:
         return
-    if not _check_gpu_type(request, cluster, notes):
-        return
+    _check_gpu_type(request, cluster, notes)
     _check_duplicates(request, notes)
-    kinds = node_types(request, script, cluster)
-    if not kinds:
-        return
+    # A GPU type the cluster lacks: any node type is as good a guess as another.
+    kinds = node_types(request, script, cluster) or cluster.partitions
     source = next((p.source for p in kinds if p.source), None) or sources.PUBLIC_HARDWARE
     where = _node_types_in_words(kinds, request)
     most_gpus = max(p.gpus_per_node for p in kinds)
@@ -102,12 +100,11 @@ def _check_memory_size(request: Request, notes: list) -> None:
     )
 
 
-def _check_gpu_type(request: Request, cluster: Cluster, notes: list[Note]) -> bool:
-    """False when the job asks for a GPU type the cluster does not have."""
+def _check_gpu_type(request: Request, cluster: Cluster, notes: list[Note]) -> None:
     if not request.gpu_requests or not request.gpu_type or not cluster.gpu_types:
-        return True
+        return
     if cluster.gpu_type(request.gpu_type) is not None:
-        return True
+        return
     asked = request.gpu_requests[-1]
     known = ", ".join(g.name for g in cluster.gpu_types)
     notes.append(
@@ -123,7 +120,6 @@ def _check_gpu_type(request: Request, cluster: Cluster, notes: list[Note]) -> bo
             fix=f"Ask for one of {known}, or for any GPU with --gres=gpu:N.",
         )
     )
-    return False
 
 
 def _check_duplicates(request: Request, notes: list) -> None:
