@@ -106,6 +106,7 @@ def _check_cpus(script: Script, request: Request, cluster: Cluster, notes: list)
     ratio = cluster.policy.cpus_per_gpu
     per_gpu = request.cpus_per_node / request.gpus_per_node
     lines = tuple(d.line for d in script.directives if d.option in CPU_OPTIONS)
+    lines = lines or (request.gpu_requests[-1].line,)
     fix = _cpus_fix(cluster, request)
     if per_gpu < MIN_CPUS_PER_GPU:
         given = "asks for" if request.cpus_given else "gets (no --cpus-per-task: one per task)"
