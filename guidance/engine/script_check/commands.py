@@ -40,7 +40,8 @@ PREFIX_WORDS = frozenset(
 # Options whose value is written, or read once, rather than the training data itself.
 NOT_DATA_OPTION = re.compile(
     r"out|save|checkpoint|ckpt|log|write|result|export|resume|load|config|cfg|model|weight"
-    r"|pretrain|cache|tokenizer|dest|report|wandb|tensorboard|exp|run[_-]?dir|work[_-]?dir",
+    r"|pretrain|cache|tokenizer|dest|report|wandb|tensorboard|exp|run[_-]?dir|work[_-]?dir"
+    r"|project|name",
     re.IGNORECASE,
 )
 CODE_FILE = re.compile(r"\.(py|sh|bash|r|jl|ipynb|ya?ml|json|toml|cfg|ini|conf|txt)$", re.I)
