@@ -33,6 +33,8 @@ class Refused:
     written: str  # as in the script: --tim=1:00:00
     code: str  # unknown_option or missing_value
     why: str  # the end of a sentence: "sbatch knows no option --tim ..."
+    # The options it could be meant for: --tim -> time, time-min; --mem= -> mem.
+    meant: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -256,19 +258,26 @@ def _options(args: list[str], line: int, refused: list[Refused]) -> Iterator[Dir
             name, could_be = resolve(written)
             empty = ""
             if name is None:
-                refused.append(Refused(line, arg, "unknown_option", _unknown(written, could_be)))
+                meant = could_be or tuple(filter(None, [closest(written)]))
+                refused.append(
+                    Refused(line, arg, "unknown_option", _unknown(written, could_be), meant)
+                )
                 continue
             if eq or name in LONG_FLAGS:
                 if eq and not value and name not in LONG_FLAGS:
                     empty = arg
-                    refused.append(Refused(line, arg, "missing_value", f"--{name} has no value"))
+                    refused.append(
+                        Refused(line, arg, "missing_value", f"--{name} has no value", (name,))
+                    )
                     continue
                 yield Directive(line, name, value if eq else None)
             elif i < len(args):
                 yield Directive(line, name, args[i])
                 i += 1
             else:
-                refused.append(Refused(line, arg, "missing_value", f"--{name} has no value"))
+                refused.append(
+                    Refused(line, arg, "missing_value", f"--{name} has no value", (name,))
+                )
         elif arg.startswith("-") and len(arg) > 1:
             empty = ""
             j = 1
@@ -296,6 +305,7 @@ def _options(args: list[str], line: int, refused: list[Refused]) -> Iterator[Dir
                 "missing_value",
                 f"the space after \u201c=\u201d leaves {empty.rstrip('=')} with no value: "
                 f"sbatch reads an empty value and then the stray word \u201c{arg}\u201d",
+                refused[-1].meant,
             )
             empty = ""
         else:

@@ -92,8 +92,13 @@ def _check_memory(script: Script, request: Request, cluster: Cluster, notes: lis
             "memory",
             severity=Severity.WASTES,
             lines=(request.memory.line,),
-            fix=f"Ask for {fix} ({share:,}M for each of {request.gpus_per_node} GPU"
-            f"{'s' if request.gpus_per_node > 1 else ''}), unless the program truly needs more.",
+            fix=f"Ask for {fix} ({share:,}M for "
+            + (
+                f"each of its {request.gpus_per_node} GPUs"
+                if request.gpus_per_node > 1
+                else "its GPU"
+            )
+            + "), unless the program truly needs more.",
             edits=set_directive(script, MEMORY_OPTIONS, fix),
         )
     )

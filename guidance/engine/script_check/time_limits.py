@@ -21,6 +21,8 @@ def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | N
     value = script.option("time")
     given = [d for d in script.directives if d.option == "time"]
     lines = (given[-1].line,) if given else ()
+    if value is None and any("time" in r.meant for r in script.refused):
+        return None  # the refused option's finding says what to write
     if value is None:
         defaults = {p.default_hours for p in cluster.partitions}
         default = (
