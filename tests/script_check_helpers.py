@@ -28,7 +28,9 @@ tar xf ~/projects/def-xxxx/data.tar -C $SLURM_TMPDIR/data
 python $SOURCEDIR/train.py $SLURM_TMPDIR/data
 """
 
-HEADER = "#!/bin/bash\n#SBATCH --account=def-someuser\n#SBATCH --gres=gpu:1\n"
+HEADER = (
+    "#!/bin/bash\n#SBATCH --account=def-someuser\n#SBATCH --gres=gpu:1\n#SBATCH --cpus-per-task=6\n"
+)
 
 
 def job(*directives: str, body: str = "python train.py $SLURM_TMPDIR/data\n") -> str:

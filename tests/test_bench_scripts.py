@@ -55,6 +55,18 @@ def test_sampler_cpu_prints_the_cpu_per_gpu_and_hour(tmp_path: Path) -> None:
     assert len(re.findall(rf"{NUMBER} CPU s per GPU per hour", out)) == 2
 
 
+def test_script_check_corpus_prints_each_script_and_the_totals(tmp_path: Path) -> None:
+    out = run_bench(tmp_path, "script_check_corpus.py", "2")
+    assert len(lines_matching(r"\d\d-[a-z]+-[\w-]+\.sh +[a-z]+ +\d+/\d+ ", out)) >= 45
+    counts = ("scripts", "sound scripts", "expected findings", "hits")
+    for total in (*counts, "sound scripts with any finding"):
+        assert lines_matching(rf"{total} +\d+$", out), total
+    assert lines_matching(rf"misses +\d+ \(catch rate {NUMBER}%\)$", out)
+    assert lines_matching(r"findings raised +\d+ ", out)
+    assert lines_matching(rf"false alarms +\d+ \(({NUMBER}%|-) of findings raised\)$", out)
+    assert lines_matching(rf"time per check +median {NUMBER} µs \(n=\d+\)$", out)
+
+
 @pytest.mark.service
 def test_gateway_prints_medians_with_and_without_nodelay(tmp_path: Path) -> None:
     reason = install_sshd()

@@ -34,7 +34,7 @@ def test_several_gpus_without_a_launcher_are_flagged(directives):
         "deepspeed train.py $SLURM_TMPDIR/d",
         "horovodrun -np 4 python train.py $SLURM_TMPDIR/d",
         "mpirun -np 4 python train.py $SLURM_TMPDIR/d",
-        "srun python train.py $SLURM_TMPDIR/d",
+        "srun --ntasks-per-node=4 python train.py $SLURM_TMPDIR/d",
         "python train.py --devices 4 $SLURM_TMPDIR/d",
         "python train.py trainer.devices=4 $SLURM_TMPDIR/d",
         "for i in 0 1 2 3; do CUDA_VISIBLE_DEVICES=$i python train.py --seed $i & done; wait",
@@ -44,6 +44,19 @@ def test_several_gpus_without_a_launcher_are_flagged(directives):
 def test_a_launcher_uses_the_gpus(command):
     text = job("--time=60", "--gres=gpu:4", body=command + "\n")
     assert "multi_gpu_without_launcher" not in codes(checked(text))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "srun python train.py $SLURM_TMPDIR/d",  # one task: one process
+        "torchrun --nproc_per_node 1 train.py $SLURM_TMPDIR/d",
+        "accelerate launch --num_processes=1 train.py $SLURM_TMPDIR/d",
+    ],
+)
+def test_a_launcher_told_to_start_one_process_is_flagged(command):
+    text = job("--time=60", "--gres=gpu:4", body=command + "\n")
+    assert "multi_gpu_without_launcher" in codes(checked(text))
 
 
 def test_one_gpu_needs_no_launcher():

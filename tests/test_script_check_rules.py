@@ -75,7 +75,7 @@ PROBLEMS = [
     ("narval", "hello world\n", "not_a_batch_script", S.SBATCH_SCRIPT_RULES, "does not look like"),
     ("narval", "\x7fELF\x00\x00\x01", "not_a_batch_script", S.SBATCH_SCRIPT_RULES, "binary"),
     ("narval", CRLF, "dos_line_breaks", S.SBATCH_SCRIPT_RULES, "dos2unix"),
-    ("narval", LATE, "ignored_directive", S.SBATCH_SCRIPT_RULES, "Line 6"),
+    ("narval", LATE, "ignored_directive", S.SBATCH_SCRIPT_RULES, "Line 7"),
 ]
 
 
@@ -83,7 +83,7 @@ PROBLEMS = [
 def test_each_problem_is_named_and_sourced(slug, text, code, source, words):
     found = note(checked(text, slug), code)
     assert found.source == source
-    assert words in found.message
+    assert words in found.message + found.fix
 
 
 def test_a_script_with_several_problems_gets_each_once():
@@ -91,9 +91,11 @@ def test_a_script_with_several_problems_gets_each_once():
         "#!/bin/bash\n#SBATCH --gres=gpu:4\n#SBATCH -t 3-00:00\n"
         "python train.py --data /scratch/me/d\n"
     )
-    assert [n.code for n in checked(text, "cedar")] == [
-        "long_without_checkpoints",
-        "no_account",
-        "multi_gpu_without_launcher",
-        "training_from_network",
+    # Worst first, then in the order of the lines they are about.
+    assert [(n.code, n.severity.value, n.lines) for n in checked(text, "cedar")] == [
+        ("no_account", "fails", ()),
+        ("too_few_cpus", "wastes", (2,)),
+        ("multi_gpu_without_launcher", "wastes", (2, 4)),
+        ("training_from_network", "wastes", (4,)),
+        ("long_without_checkpoints", "advice", (3,)),
     ]

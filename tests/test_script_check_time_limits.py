@@ -25,10 +25,10 @@ def test_only_a_time_over_the_maximum_is_flagged(slug, value, over):
 
 
 def test_over_the_maximum_suggests_a_chain_and_names_the_maximum():
-    message = note(checked(job("--time=10-00:00"), "beluga"), "over_max_duration").message
-    assert "Béluga's maximum job duration of 7 days" in message
-    assert "--array=1-10%1" in message
-    assert "--time=1-00:00" in message
+    found = note(checked(job("--time=10-00:00"), "beluga"), "over_max_duration")
+    assert "Béluga's maximum job duration of 7 days" in found.message
+    assert "--array=1-10%1" in found.fix
+    assert "--time=1-00:00" in found.fix
 
 
 @pytest.mark.parametrize(

@@ -37,22 +37,17 @@ def test_training_from_network_storage_is_flagged(slug, body):
         ("processing", "python train.py --data $SCRATCH/training_data\n"),
         ("processing", "rsync -a --delete ~/data $SCRATCH\npython train.py --data ~/data\n"),
         ("narval", STAGED + "python train.py --data $SLURM_TMPDIR/data\n"),
-        ("narval", "cp -r /project/d $SLURM_TMPDIR\npython train.py --data /project/d\n"),
-        ("narval", "cd $SLURM_TMPDIR && tar xf ~/projects/d.tar\npython train.py /project/d\n"),
+        ("narval", "cp -r /project/d $SLURM_TMPDIR\npython train.py --data $SLURM_TMPDIR/d\n"),
         (
             "narval",
-            f"{EVERY_NODE} tar xf /project/d.tar -C$SLURM_TMPDIR\npython train.py /project/d",
-        ),
-        # Decompressed by hand, into a file on the node (a redirection's target is a word too).
-        ("narval", "xz -dc /project/d.tar.xz > $SLURM_TMPDIR/d.tar\npython train.py /project/d\n"),
-        (
-            "narval",
-            "bunzip2 -c /project/d.tar.bz2 >$SLURM_TMPDIR/d.tar\npython train.py /project/d",
+            "cd $SLURM_TMPDIR && tar xf ~/projects/d.tar\npython train.py $SLURM_TMPDIR/d\n",
         ),
         (
             "narval",
-            "unzstd /project/d.tar.zst -o $SLURM_TMPDIR/d.tar\npython train.py /project/d\n",
+            f"{EVERY_NODE} tar xf /project/d.tar -C$SLURM_TMPDIR\npython train.py $SLURM_TMPDIR/d",
         ),
+        # Staged from one place; a network path the program is given for something else.
+        ("narval", STAGED + "python train.py $SLURM_TMPDIR/data /scratch/me/runs\n"),
         # Inference may read from the network (000); a folder named train is no training.
         ("narval", "python infer.py --data /project/d\n"),
         ("narval", "python evaluate.py --data /project/train\n"),
@@ -67,8 +62,26 @@ def test_staged_or_local_training_data_is_fine(slug, body):
     assert "training_from_network" not in codes(checked(job("--time=60", body=body), slug))
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "cp -r /project/d $SLURM_TMPDIR\npython train.py --data /project/d\n",
+        "cd $SLURM_TMPDIR && tar xf ~/projects/d.tar\npython train.py /project/d\n",
+        f"{EVERY_NODE} tar xf /project/d.tar -C$SLURM_TMPDIR\npython train.py /project/d",
+        # Decompressed by hand, into a file on the node (a redirection's target is a word too).
+        "xz -dc /project/d.tar.xz > $SLURM_TMPDIR/d.tar\npython train.py /project/d\n",
+        "bunzip2 -c /project/d.tar.bz2 >$SLURM_TMPDIR/d.tar\npython train.py /project/d",
+        "unzstd /project/d.tar.zst -o $SLURM_TMPDIR/d.tar\npython train.py /project/d\n",
+    ],
+)
+def test_data_copied_to_the_node_but_read_from_the_original_is_flagged(body):
+    found = note(checked(job("--time=60", body=body)), "training_from_network")
+    assert "still reads the copy's source" in found.message
+
+
 def test_the_training_note_names_the_tier_and_where_to_copy():
     body = "python train.py --data /project/def-me/d\n"
-    message = note(checked(job("--time=60", body=body)), "training_from_network").message
-    assert "/project (Project," in message
-    assert "$SLURM_TMPDIR" in message
+    found = note(checked(job("--time=60", body=body)), "training_from_network")
+    assert "/project (Project," in found.message
+    assert "$SLURM_TMPDIR" in found.fix
+    assert found.lines == (6,)

@@ -99,3 +99,6 @@ SBATCH_SCRIPT_RULES = Source(
     "Slurm's sbatch manual (man sbatch)", "DESCRIPTION: the batch script and its #SBATCH lines"
 )
 SBATCH_TIME = Source("Slurm's sbatch manual (man sbatch)", "-t, --time")
+SBATCH_MEMORY = Source("Slurm's sbatch manual (man sbatch)", "--mem, --mem-per-cpu, --mem-per-gpu")
+SBATCH_OPTIONS = Source("Slurm's sbatch manual (man sbatch)", "OPTIONS")
+SBATCH_ARRAY = Source("Slurm's sbatch manual (man sbatch)", "-a, --array")

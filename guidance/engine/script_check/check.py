@@ -1,17 +1,31 @@
-"""The checks in order: first whether sbatch takes the text as a batch script at all."""
+"""The checks in order: first whether sbatch takes the text as a batch script at all, then
+each subject's rules. Findings come worst first, then in the order of the script's lines."""
 
 from dataclasses import dataclass
 
 from guidance.engine import sources
-from guidance.engine.script_check.account_and_gpus import (
-    check_account,
-    check_gpu_types,
-    check_gpu_use,
-)
+from guidance.engine.script_check.account import check_account
 from guidance.engine.script_check.commands import read_commands
-from guidance.engine.script_check.findings import Finding, apply_edits, unified_diff
+from guidance.engine.script_check.environment import check_environment
+from guidance.engine.script_check.findings import (
+    Edit,
+    Finding,
+    Severity,
+    add_directive,
+    apply_edits,
+    unified_diff,
+)
+from guidance.engine.script_check.gpu_use import check_gpu_requested, check_gpu_use
+from guidance.engine.script_check.node_limits import check_node_limits
 from guidance.engine.script_check.parse import Directive, Script, parse_script
 from guidance.engine.script_check.paths import storage_places
+from guidance.engine.script_check.request import read_request
+from guidance.engine.script_check.sbatch_lines import (
+    check_array_variables,
+    check_has_commands,
+    check_refused,
+)
+from guidance.engine.script_check.shares import check_shares
 from guidance.engine.script_check.time_limits import check_checkpoints, check_time
 from guidance.engine.script_check.training_data import check_training_data
 from guidance.engine.types import Cluster, Note, Scheduler
@@ -37,12 +51,13 @@ def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
     if cluster.scheduler != Scheduler.SLURM:
         return ScriptCheck(
             (
-                Note(
+                Finding(
                     "not_slurm",
                     f"{cluster.name} runs {cluster.scheduler.label}, not Slurm: it takes no "
-                    "sbatch scripts. Submit the work through its own tools; the guidance pages "
-                    "still apply.",
+                    "sbatch scripts.",
                     sources.RUNAI if cluster.scheduler == Scheduler.RUNAI else None,
+                    severity=Severity.FAILS,
+                    fix="Submit the work through its own tools; the guidance pages still apply.",
                 ),
             )
         )
@@ -53,29 +68,46 @@ def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
     notes: list[Note] = []
     if truncated:
         notes.append(
-            Note(
+            Finding(
                 "truncated",
                 f"The script is longer than {MAX_CHARS // 1000} kB: only its first "
                 f"{MAX_CHARS // 1000} kB were checked.",
+                severity=Severity.ADVICE,
             )
         )
     if not _check_shape(text, script, notes):
-        return ScriptCheck(tuple(notes), script.directives, truncated)
+        return _finished(text, notes, script, truncated)
     places = storage_places(cluster)
     reading = read_commands(script, places)
+    request = read_request(script)
+    check_refused(script, notes)
+    check_has_commands(script, notes)
     if script.directives:
         minutes = check_time(script, cluster, notes)
         check_checkpoints(script, cluster, minutes, notes)
         check_account(script, cluster, account, notes)
-        check_gpu_types(script, cluster, notes)
-    check_gpu_use(script, reading, notes)
+        check_node_limits(script, request, cluster, notes)
+        check_shares(script, request, cluster, notes)
+    check_gpu_requested(script, request, reading, cluster, notes)
+    check_gpu_use(script, request, reading, notes)
     check_training_data(cluster, reading, notes)
+    check_environment(script, cluster, places, notes)
+    check_array_variables(script, notes)
     return _finished(text, notes, script, truncated)
 
 
 def _finished(text: str, notes: list[Note], script: Script, truncated: bool) -> ScriptCheck:
-    findings = tuple(n if isinstance(n, Finding) else Finding(**vars(n)) for n in notes)
-    fixed = apply_edits(text, findings)
+    findings = tuple(
+        sorted(
+            (n if isinstance(n, Finding) else Finding(**vars(n)) for n in notes),
+            key=lambda f: (f.severity.rank, f.lines[:1] or (0,)),
+        )
+    )
+    # The fixed script has Unix line breaks whatever was pasted (the dos_line_breaks finding).
+    unix = text.replace("\r\n", "\n")
+    fixed = apply_edits(unix, findings)
+    if fixed is None and unix != text:
+        fixed = unix
     diff = unified_diff(text, fixed) if fixed is not None else ""
     return ScriptCheck(findings, script.directives, truncated, fixed if diff else None, diff)
 
@@ -84,59 +116,78 @@ def _check_shape(text: str, script: Script, notes: list[Note]) -> bool:
     """Whether sbatch would take the text as a batch script at all; False: nothing else to say."""
     if "\x00" in text:
         notes.append(
-            Note(
+            Finding(
                 "not_a_batch_script",
                 "This looks like a binary file, not a job script: it contains NUL bytes, and "
                 "sbatch refuses those.",
                 sources.SBATCH_SCRIPT_RULES,
+                severity=Severity.FAILS,
+                fix="Paste the job script itself, as plain text.",
             )
         )
         return False
     if not script.shebang and not script.directives:
         notes.append(
-            Note(
+            Finding(
                 "not_a_batch_script",
                 "This does not look like a batch script: it has neither a first line starting "
                 "with #! (e.g. #!/bin/bash) nor any #SBATCH line.",
                 sources.SBATCH_SCRIPT_RULES,
+                severity=Severity.FAILS,
+                fix="Start it with #!/bin/bash and the #SBATCH lines of the resources it needs.",
             )
         )
         return False
     if not script.shebang:
         notes.append(
-            Note(
+            Finding(
                 "not_a_batch_script",
                 "The first line must start with #! and the shell to run, e.g. #!/bin/bash: "
                 "sbatch refuses the script otherwise.",
                 sources.SBATCH_SCRIPT_RULES,
+                severity=Severity.FAILS,
+                lines=(1,),
+                fix="Make #!/bin/bash the first line.",
+                edits=(Edit(1, "#!/bin/bash", insert=True),),
             )
         )
     if not script.directives:
         notes.append(
-            Note(
+            Finding(
                 "not_a_batch_script",
                 "No #SBATCH line: the job gets the cluster's defaults for time, memory and "
-                "GPUs (none). If you pass the options on the sbatch command line, write them as "
-                "#SBATCH lines at the top of the script to have them checked here.",
+                "GPUs (none).",
                 sources.SBATCH_ELEMENTS,
+                severity=Severity.ADVICE,
+                fix="If you pass the options on the sbatch command line, write them as #SBATCH "
+                "lines at the top of the script to have them checked here.",
             )
         )
     if "\r\n" in text:
         notes.append(
-            Note(
+            Finding(
                 "dos_line_breaks",
-                "The script has Windows (DOS) line breaks, which sbatch refuses: convert it "
-                "with dos2unix before submitting.",
+                "The script has Windows (DOS) line breaks, which sbatch refuses.",
                 sources.SBATCH_SCRIPT_RULES,
+                severity=Severity.FAILS,
+                fix="Convert it with dos2unix before submitting; the fixed script has Unix line "
+                "breaks.",
             )
         )
     for number, line, why in script.ignored:
         notes.append(
-            Note(
+            Finding(
                 "ignored_directive",
-                f"Line {number}: sbatch ignores \u201c{line[:80]}\u201d because {why}. Put "
-                "every #SBATCH line at the very start of a line, above the first command.",
+                f"Line {number}: sbatch ignores \u201c{line[:80]}\u201d because {why}.",
                 sources.SBATCH_SCRIPT_RULES,
+                severity=Severity.FAILS,
+                lines=(number,),
+                fix="Put every #SBATCH line at the very start of a line, above the first "
+                "command (the fixed script moves it there).",
+                edits=(
+                    Edit(number, None),
+                    add_directive(script, line.removeprefix("#SBATCH").strip()),
+                ),
             )
         )
     return True

@@ -4,7 +4,7 @@ A guess from the commands' words: each guess is written down where it is made.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from guidance.engine.archives import ARCHIVE_FORMATS
@@ -40,27 +40,50 @@ PREFIX_WORDS = frozenset(
 # Options whose value is written, or read once, rather than the training data itself.
 NOT_DATA_OPTION = re.compile(
     r"out|save|checkpoint|ckpt|log|write|result|export|resume|load|config|cfg|model|weight"
-    r"|pretrain|cache|tokenizer|dest|report|wandb|tensorboard",
+    r"|pretrain|cache|tokenizer|dest|report|wandb|tensorboard|exp|run[_-]?dir|work[_-]?dir",
     re.IGNORECASE,
 )
 CODE_FILE = re.compile(r"\.(py|sh|bash|r|jl|ipynb|ya?ml|json|toml|cfg|ini|conf|txt)$", re.I)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A program the script starts: its line, its words (variables expanded), and whether it
+    looks like training."""
+
+    line: int
+    words: tuple[str, ...]
+    training: bool
+    background: bool = False
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
 
 
 @dataclass
 class Reading:
     """What the commands were seen to do."""
 
-    training: list[tuple[str, Place]]  # (command, network place it reads) of training runs
+    # (line, command, network place it reads) of training runs
+    training: list[tuple[int, str, Place]] = field(default_factory=list)
+    # (line, command, node-local path it reads) of training runs
+    local_reads: list[tuple[int, str, str]] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
     staged: bool = False
+    # Where staging put data on the node, and the network places it came from.
+    destinations: list[str] = field(default_factory=list)
+    sources: list[Place] = field(default_factory=list)
     background_runs: int = 0
 
 
 def read_commands(script: Script, places: list[Place]) -> Reading:
     shell = Shell()
-    reading = Reading(training=[])
-    cwd_local = False
+    reading = Reading()
+    cwd_local = ""
     loops = 0  # a run started in the background inside a loop is several runs
-    for line in script.commands:
+    lines = script.command_lines or (0,) * len(script.commands)
+    for number, line in zip(lines, script.commands, strict=False):
         for command in simple_commands(line):
             shell.assign(command)
             first = command.words[0]
@@ -75,22 +98,96 @@ def read_commands(script: Script, places: list[Place]) -> Reading:
             program = words[0].rsplit("/", 1)[-1]
             if program in ("cd", "pushd"):
                 where = place_of(words[1], places) if len(words) > 1 else None
-                cwd_local = bool(where and where.local)
+                cwd_local = words[1] if where and where.local else ""
             if {w.rsplit("/", 1)[-1] for w in words} & STAGING_TOOLS:
-                reading.staged |= cwd_local or any(_is_local(w, places) for w in words[1:])
+                _staging(words, places, cwd_local, reading)
                 continue
-            if program in NOT_PROGRAMS or not _is_training(words):
+            if program in NOT_PROGRAMS:
                 continue
-            network = _network_data(words, places)
-            if network:
-                reading.training.append((" ".join(command.words), network))
+            if program in CONTAINER_TOOLS:
+                words = _seen_from_outside(words)
+            training = _is_training(words)
+            reading.runs.append(Run(number, tuple(words), training, command.background))
+            if not training:
+                continue
+            text = " ".join(command.words)
+            for word in _data_words(words):
+                place = place_of(word, places)
+                if place and not place.local:
+                    reading.training.append((number, text, place))
+                    break
+                if place and place.local:
+                    reading.local_reads.append((number, text, word))
     return reading
 
 
-def _is_local(word: str, places: list[Place]) -> bool:
+CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
+# apptainer exec's options that take a value as the next word.
+CONTAINER_VALUE_OPTIONS = frozenset(
+    {"-B", "--bind", "--mount", "--env", "--env-file", "-H", "--home", "--pwd", "-W"}
+    | {"--workdir", "-o", "--overlay", "--security", "--app", "-S", "--scratch"}
+)
+
+
+def _seen_from_outside(words: list[str]) -> list[str]:
+    """The command a container runs (apptainer exec [options] IMAGE command...), with the paths
+    it reads through --bind SRC:DST written as SRC: what matters is where the data lives."""
+    binds: list[tuple[str, str]] = []
+    i = 2  # past the tool and its subcommand (exec, run, shell)
+    while i < len(words) and words[i].startswith("-"):
+        name, eq, value = words[i].partition("=")
+        if not eq and name in CONTAINER_VALUE_OPTIONS and i + 1 < len(words):
+            value = words[i + 1]
+            i += 1
+        if name in ("-B", "--bind", "--mount"):
+            for pair in value.split(","):
+                source, _, target = pair.partition(":")
+                binds.append((target.partition(":")[0] or source, source))
+        i += 1
+    inner = words[i + 1 :]  # after the image
+    binds.sort(key=lambda b: -len(b[0]))
+
+    def outside(word: str) -> str:
+        name, eq, path = word.rpartition("=")
+        for target, source in binds:
+            if path == target or path.startswith(target.rstrip("/") + "/"):
+                return f"{name}{eq}{source}{path[len(target) :]}"
+        return word
+
+    return [outside(w) for w in inner] or words
+
+
+def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> None:
+    """A copy or an unpacking: where to, and from which network place."""
+    targets = [_fixed_part(t) for w in words[1:] for t in _local_targets(w, places)]
+    if cwd_local and not targets:
+        targets = [cwd_local]
+    if not targets:
+        return
+    reading.staged = True
+    reading.destinations += targets
+    for word in words[1:]:
+        place = place_of(word, places)
+        if place and not place.local:
+            reading.sources.append(place)
+
+
+def _fixed_part(path: str) -> str:
+    """The path up to its first part the script fills in at run time: $SCRATCH/$1/x ->
+    $SCRATCH (a function's argument, a loop's variable)."""
+    first, *rest = path.split("/")
+    kept = [first]
+    for part in rest:
+        if "$" in part:
+            break
+        kept.append(part)
+    return "/".join(kept)
+
+
+def _local_targets(word: str, places: list[Place]) -> list[str]:
     # -C$SLURM_TMPDIR and --target=$SLURM_TMPDIR name the destination too.
     candidates = (word, word.partition("=")[2], word[2:] if re.match(r"-\w", word) else "")
-    return any((p := place_of(c, places)) is not None and p.local for c in candidates if c)
+    return [c for c in candidates if c and (p := place_of(c, places)) is not None and p.local]
 
 
 def _is_training(words: list[str]) -> bool:
@@ -104,8 +201,14 @@ def _is_training(words: list[str]) -> bool:
     return any(part in n.rsplit("/", 1)[-1].casefold() for n in names for part in TRAINING_WORDS)
 
 
-def _network_data(words: list[str], places: list[Place]) -> Place | None:
-    """The network storage that a training command's data arguments point at, if any."""
+# The program itself, not its data: python3.11, /home/me/env/bin/python, ~/.local/bin/x.
+INTERPRETER = re.compile(r"(^|/)(python[\d.]*|bin/[^/]+)$")
+
+
+def _data_words(words: list[str]) -> list[str]:
+    """The words of a training command that may name its data: not options' values that are
+    written or read once (outputs, configs, checkpoints), not code, not the interpreter."""
+    found = []
     option = ""
     for word in words[1:]:
         if option == "-m":  # python -m package.module: a module name, not a path
@@ -119,9 +222,6 @@ def _network_data(words: list[str], places: list[Place]) -> Place | None:
             continue
         skip = NOT_DATA_OPTION.search(option) or CODE_FILE.search(word)
         option = ""
-        if skip:
-            continue
-        place = place_of(word, places)
-        if place and not place.local:
-            return place
-    return None
+        if not skip and not INTERPRETER.search(word):
+            found.append(word)
+    return found

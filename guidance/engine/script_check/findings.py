@@ -57,11 +57,19 @@ def set_directive(script: Script, names: tuple[str, ...], option: str) -> tuple[
     found = [d for d in script.directives if d.option in names]
     if not found:
         return (add_directive(script, option),)
+    return _rewrite(script, names, found[-1].line, option)
+
+
+def drop_directives(script: Script, names: tuple[str, ...]) -> tuple[Edit, ...]:
+    """The named options taken out of their #SBATCH lines; a line left empty goes."""
+    return _rewrite(script, names, 0, "")
+
+
+def _rewrite(script: Script, names: tuple[str, ...], at: int, option: str) -> tuple[Edit, ...]:
     edits = []
-    last = found[-1].line
-    for number in sorted({d.line for d in found}):
+    for number in sorted({d.line for d in script.directives if d.option in names}):
         kept = [str(d) for d in script.directives if d.line == number and d.option not in names]
-        kept += [option] if number == last else []
+        kept += [option] if number == at else []
         edits.append(Edit(number, f"#SBATCH {' '.join(kept)}" if kept else None))
     return tuple(edits)
 

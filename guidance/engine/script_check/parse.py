@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from guidance.engine.script_check.sbatch_options import closest, resolve
 from guidance.engine.slurm_time import parse_seconds
 
 
@@ -25,6 +26,16 @@ class Directive:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """Something on an #SBATCH line that makes sbatch refuse the script."""
+
+    line: int
+    written: str  # as in the script: --tim=1:00:00
+    code: str  # unknown_option or missing_value
+    why: str  # the end of a sentence: "sbatch knows no option --tim ..."
+
+
+@dataclass(frozen=True)
 class Script:
     shebang: bool
     directives: tuple[Directive, ...]
@@ -32,6 +43,18 @@ class Script:
     ignored: tuple[tuple[int, str, str], ...]
     # The shell lines, continuations joined, whole-line comments left out.
     commands: tuple[str, ...]
+    # The number of each command's first line in the script.
+    command_lines: tuple[int, ...] = ()
+    refused: tuple[Refused, ...] = ()
+    # Options on #SBATCH lines that are commented out (##SBATCH, # SBATCH): not read by sbatch.
+    commented: tuple[Directive, ...] = ()
+    # Every line as written, for fixes that change one.
+    lines: tuple[str, ...] = ()
+    # The text of here-documents given to programs other than a shell (python - <<EOF).
+    embedded: str = ""
+
+    def line(self, number: int) -> str:
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
 
     def option(self, *names: str) -> str | None:
         """The value sbatch uses: the last one given under any of the names."""
@@ -55,6 +78,7 @@ SHORT_WITH_VALUE = {
     "F": "nodefile",
     "G": "gpus",
     "i": "input",
+    "B": "extra-node-info",
     "J": "job-name",
     "L": "licenses",
     "M": "clusters",
@@ -114,29 +138,49 @@ def parse_script(text: str) -> Script:
     comment; an #SBATCH must start the line. The rest is the shell script."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     directives: list[Directive] = []
+    refused: list[Refused] = []
+    commented: list[Directive] = []
     ignored: list[tuple[int, str, str]] = []
     commands: list[str] = []
+    command_lines: list[int] = []
     in_header = True
     pending = ""
+    embedded: list[str] = []
+    heredoc: tuple[str, bool, bool] | None = None  # (end word, tabs stripped, shell lines)
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
+        if heredoc is not None:
+            end, tabs, shell = heredoc
+            if (line.lstrip("\t") if tabs else line) == end:
+                heredoc = None
+                continue
+            if not shell:
+                embedded.append(line)
+                continue
         if in_header and line.startswith("#SBATCH"):
-            directives.extend(_options(_arguments(line[len("#SBATCH") :]), number))
+            directives.extend(_options(_arguments(line[len("#SBATCH") :]), number, refused))
             continue
         if stripped.startswith("#SBATCH"):
             why = "it is indented" if in_header else "it comes after a command"
             ignored.append((number, stripped, why))
             continue
+        if in_header and (off := COMMENTED_OUT.match(line)):
+            commented.extend(_options(_arguments(line[off.end() :]), number, []))
         if pending:
             line = f"{pending} {line.strip()}"
             pending = ""
         elif not stripped or stripped.startswith("#"):
             continue
+        else:
+            command_lines.append(number)
         in_header = False
         if line.rstrip().endswith("\\"):
             pending = line.rstrip()[:-1].rstrip()
             continue
         commands.append(line.strip())
+        if match := HEREDOC.search(line):
+            shell = bool(SHELL_READS_HEREDOC.search(line))
+            heredoc = (match.group(2), match.group(1) == "-", shell)
     if pending.strip():
         commands.append(pending.strip())
     return Script(
@@ -144,7 +188,23 @@ def parse_script(text: str) -> Script:
         directives=tuple(directives),
         ignored=tuple(ignored),
         commands=tuple(commands),
+        command_lines=tuple(command_lines),
+        refused=tuple(refused),
+        commented=tuple(commented),
+        lines=tuple(lines),
+        embedded="\n".join(embedded),
     )
+
+
+# A here-document: the lines up to its end word are the command's input. Given to a shell
+# (srun bash <<EOF) they are commands too; given to anything else (python - <<EOF), they are
+# that program's text, which the checker reads only for signs of what the program does.
+HEREDOC = re.compile(r"<<(-?)\s*['\"]?(\w+)['\"]?")
+SHELL_READS_HEREDOC = re.compile(r"\b(bash|sh|zsh)\b[^<|;&]*<<")
+
+
+# ##SBATCH, # SBATCH, #-SBATCH: the usual ways of switching an option off.
+COMMENTED_OUT = re.compile(r"\s*#+[\s#-]*SBATCH\b(?<!^#SBATCH)")
 
 
 def _arguments(rest: str) -> list[str]:
@@ -183,22 +243,34 @@ def _arguments(rest: str) -> list[str]:
     return words
 
 
-def _options(args: list[str], line: int) -> Iterator[Directive]:
-    """getopt_long over one line's words (sbatch reads each #SBATCH line on its own)."""
+def _options(args: list[str], line: int, refused: list[Refused]) -> Iterator[Directive]:
+    """getopt_long over one line's words (sbatch reads each #SBATCH line on its own); what
+    sbatch would refuse goes to `refused`."""
     i = 0
+    empty = ""  # an option just given "=" and nothing: the next word is what was meant
     while i < len(args):
         arg = args[i]
         i += 1
         if arg.startswith("--") and len(arg) > 2:
-            name, eq, value = arg[2:].partition("=")
+            written, eq, value = arg[2:].partition("=")
+            name, could_be = resolve(written)
+            empty = ""
+            if name is None:
+                refused.append(Refused(line, arg, "unknown_option", _unknown(written, could_be)))
+                continue
             if eq or name in LONG_FLAGS:
+                if eq and not value and name not in LONG_FLAGS:
+                    empty = arg
+                    refused.append(Refused(line, arg, "missing_value", f"--{name} has no value"))
+                    continue
                 yield Directive(line, name, value if eq else None)
             elif i < len(args):
                 yield Directive(line, name, args[i])
                 i += 1
             else:
-                yield Directive(line, name, None)
+                refused.append(Refused(line, arg, "missing_value", f"--{name} has no value"))
         elif arg.startswith("-") and len(arg) > 1:
+            empty = ""
             j = 1
             while j < len(arg):
                 letter = arg[j]
@@ -210,8 +282,34 @@ def _options(args: list[str], line: int) -> Iterator[Directive]:
                         i += 1
                     yield Directive(line, SHORT_WITH_VALUE[letter], value or None)
                     break
-                yield Directive(line, SHORT_FLAGS.get(letter, f"-{letter}"), None)
-        # A bare word would be taken for the script's name by sbatch: nothing to check.
+                if letter not in SHORT_FLAGS:
+                    refused.append(
+                        Refused(line, arg, "unknown_option", f"sbatch has no option -{letter}")
+                    )
+                    break
+                yield Directive(line, SHORT_FLAGS[letter], None)
+        elif empty:
+            # "--mem= 150G": the space ends the option, and sbatch refuses the empty value.
+            refused[-1] = Refused(
+                line,
+                f"{empty} {arg}",
+                "missing_value",
+                f"the space after \u201c=\u201d leaves {empty.rstrip('=')} with no value: "
+                f"sbatch reads an empty value and then the stray word \u201c{arg}\u201d",
+            )
+            empty = ""
+        else:
+            refused.append(
+                Refused(line, arg, "unknown_option", f"\u201c{arg}\u201d is not an option")
+            )
+
+
+def _unknown(written: str, could_be: tuple[str, ...]) -> str:
+    if could_be:
+        options = " or ".join(f"--{o}" for o in could_be[:4])
+        return f"--{written} is ambiguous: it could be {options}, so sbatch refuses it"
+    meant = closest(written)
+    return f"sbatch knows no option --{written}" + (f" (--{meant}?)" if meant else "")
 
 
 def parse_time_limit(value: str) -> float | None:

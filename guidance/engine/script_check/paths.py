@@ -15,8 +15,41 @@ ALIASES = {
     TierKind.PROJECT: ("/project", "$PROJECT", "$HOME/projects"),
     TierKind.NEARLINE: ("/nearline", "$NEARLINE", "$HOME/nearline"),
 }
-# On the node whatever the cluster publishes: the job's temporary directories and RAM disks.
-ALWAYS_LOCAL = ("$SLURM_TMPDIR", "$TMPDIR", "/tmp", "/dev/shm", "/localscratch")
+# On the node whatever the cluster publishes: the job's temporary directories and RAM disks,
+# under the names sites give them.
+ALWAYS_LOCAL = (
+    "$SLURM_TMPDIR",
+    "$TMPDIR",
+    "$TMP",
+    "$LOCAL_SCRATCH",
+    "$LOCALSCRATCH",
+    "$SLURM_JOB_TMP",
+    "/tmp",
+    "/dev/shm",
+    "/localscratch",
+)
+# Where sites mount shared network storage, whatever they call it: counted as network storage
+# wherever the cluster publishes nothing closer (its own tiers win by their longer prefix).
+USUAL_NETWORK = (
+    "/home",
+    "/project",
+    "/projects",
+    "/scratch",
+    "/scratch-shared",
+    "/nearline",
+    "/mnt",
+    "/nfs",
+    "/gpfs",
+    "/lustre",
+    "/data",
+    "/datasets",
+    "/shared",
+    "/net",
+    "/storage",
+    "/work",
+    "/groups",
+    "/cluster",
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +82,15 @@ def storage_places(cluster: Cluster) -> list[Place]:
             places.append(Place(prefix, local, tier, alias=False))
         if tier.kind in NETWORK_KINDS:
             places += [Place(a, False, tier, alias=True) for a in ALIASES[tier.kind]]
+    # A tier named by a variable of the job environment is also where the variable points:
+    # $SCRATCH is /processing/$USER on the processing cluster's nodes.
+    for name, value in cluster.environment.variables:
+        tier = next((p.tier for p in places if p.prefix == f"${name}" and p.tier), None)
+        if tier is not None and (prefix := _tier_prefix(value)):
+            places.append(Place(prefix, tier.kind in LOCAL_KINDS, tier, alias=False))
     places += [Place(p, True, None, alias=True) for p in ALWAYS_LOCAL]
+    known = {p.prefix for p in places}
+    places += [Place(p, False, None, alias=True) for p in USUAL_NETWORK if p not in known]
     # The longest prefix decides; at equal length the cluster's own path beats a usual spelling.
     return sorted(places, key=lambda p: (-len(p.prefix), p.alias))
 
@@ -58,6 +99,6 @@ def place_of(path: str, places: list[Place]) -> Place | None:
     for place in places:
         if path.startswith(place.prefix):
             rest = path[len(place.prefix) :]
-            if not rest or not (rest[0].isalnum() or rest[0] == "_"):
+            if not rest or not (rest[0].isalnum() or rest[0] in "_-."):
                 return place
     return None

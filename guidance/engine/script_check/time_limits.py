@@ -5,43 +5,52 @@ import re
 
 from guidance.engine import sources
 from guidance.engine.notes import describe_hours
+from guidance.engine.script_check.findings import Finding, Severity, set_directive
 from guidance.engine.script_check.parse import Script, parse_time_limit
 from guidance.engine.slurm_time import format_time
-from guidance.engine.types import Cluster, Note
+from guidance.engine.types import Cluster, Note, Rule
 
-# Signs that the work resumes where it stopped; comments do not count.
+# Signs that the work resumes where it stopped; comments do not count, nor tar's progress
+# option (tar --checkpoint=.5000 prints a dot every 5000 records).
 CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|resume|restart|requeue|dmtcp", re.IGNORECASE)
+TAR_PROGRESS = re.compile(r"--checkpoint(-action)?(=\S*)?")
 
 
 def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | None:
     """The job's time limit in minutes, when the script gives a valid one."""
     value = script.option("time")
+    given = [d for d in script.directives if d.option == "time"]
+    lines = (given[-1].line,) if given else ()
     if value is None:
         defaults = {p.default_hours for p in cluster.partitions}
         default = (
             f" ({describe_hours(defaults.pop())} on {cluster.name})" if len(defaults) == 1 else ""
         )
         notes.append(
-            Note(
+            Finding(
                 "missing_time",
                 "No --time: Slurm then gives the job the partition's default time limit"
                 f"{default}, often too short to finish, or its maximum, which keeps the job "
-                "waiting longer in the queue. Ask for the time the job needs plus a margin, "
-                "e.g. #SBATCH --time=0-03:00.",
+                "waiting longer in the queue.",
                 sources.SBATCH_ELEMENTS,
                 "time",
+                severity=Severity.ADVICE,
+                fix="Ask for the time the job needs plus a margin, e.g. #SBATCH --time=0-03:00.",
             )
         )
         return None
     minutes = parse_time_limit(value)
     if minutes is None:
         notes.append(
-            Note(
+            Finding(
                 "bad_time",
-                f"sbatch cannot read --time={value}. Write minutes, MM:SS, HH:MM:SS, D-HH, "
-                "D-HH:MM or D-HH:MM:SS, e.g. --time=0-03:00 for three hours.",
+                f"sbatch cannot read --time={value}, and refuses the script.",
                 sources.SBATCH_TIME,
                 "time",
+                severity=Severity.FAILS,
+                lines=lines,
+                fix="Write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, e.g. "
+                "--time=0-03:00 for three hours.",
             )
         )
         return None
@@ -51,15 +60,21 @@ def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | N
         asked = _describe_minutes(minutes)
         jobs = "N" if math.isinf(minutes) else str(math.ceil(minutes / (chunk * 60)))
         notes.append(
-            Note(
+            Finding(
                 "over_max_duration",
                 f"--time={value} asks for {asked}, over {cluster.name}'s maximum job duration "
-                f"of {describe_hours(maximum)}: Slurm will not run it. Make the program save "
-                "checkpoints and resume from the latest one, and run the work as a chain of "
-                f"{describe_hours(chunk)} jobs, one after another: #SBATCH --array=1-{jobs}%1 "
-                f"with --time={format_time(chunk * 3600, days=True)}.",
+                f"of {describe_hours(maximum)}: Slurm will not run it.",
                 sources.SBATCH_ELEMENTS,
                 "time",
+                severity=Severity.FAILS,
+                lines=lines,
+                fix="Make the program save checkpoints and resume from the latest one, and run "
+                f"the work as a chain of {describe_hours(chunk)} jobs, one after another: "
+                f"#SBATCH --array=1-{jobs}%1 with --time={format_time(chunk * 3600, days=True)}. "
+                f"The fixed script asks for the maximum, {describe_hours(maximum)}.",
+                edits=set_directive(
+                    script, ("time",), f"--time={format_time(maximum * 3600, days=True)}"
+                ),
             )
         )
     return minutes
@@ -72,8 +87,9 @@ def _describe_minutes(minutes: float) -> str:
 def check_checkpoints(
     script: Script, cluster: Cluster, minutes: float | None, notes: list[Note]
 ) -> None:
+    rule = cluster.rule(Rule.CHECKPOINT_LONG_JOBS)
     chunk = cluster.policy.checkpoint_chunk_hours
-    if minutes is None or minutes <= chunk * 60:
+    if rule is None or minutes is None or minutes <= chunk * 60:
         return
     if any(n.code == "over_max_duration" for n in notes):
         return  # that note already asks for checkpoints and a chain
@@ -81,20 +97,23 @@ def check_checkpoints(
     signs = (
         array.endswith("%1")
         or script.has("requeue", "signal")
-        or any(CHECKPOINT_WORDS.search(c) for c in script.commands)
+        or any(CHECKPOINT_WORDS.search(TAR_PROGRESS.sub("", c)) for c in script.commands)
     )
     if signs:
         return
+    given = [d for d in script.directives if d.option == "time"]
     notes.append(
-        Note(
+        Finding(
             "long_without_checkpoints",
             f"The job runs up to {_describe_minutes(minutes)}, longer than "
             f"{describe_hours(chunk)}, and the script shows no checkpoint or resume logic: an "
-            "outage or the time limit would lose all the work. Save checkpoints, resume from "
-            f"the latest one, and run {describe_hours(chunk)} jobs as a chain "
-            "(#SBATCH --array=1-N%1); shorter jobs also start sooner. If the program already "
-            "resumes by itself, this is fine.",
-            sources.LONG_RUNNING,
+            "outage or the time limit would lose all the work.",
+            rule.source,
             "time",
+            severity=Severity.ADVICE,
+            lines=(given[-1].line,) if given else (),
+            fix="Save checkpoints, resume from the latest one, and run "
+            f"{describe_hours(chunk)} jobs as a chain (#SBATCH --array=1-N%1); shorter jobs also "
+            "start sooner. If the program already resumes by itself, this is fine.",
         )
     )

@@ -1,0 +1,158 @@
+"""Whether the job's GPUs get used: none asked for by a job that needs one, and several asked for
+by a program started as one process.
+
+The checker reads the script, not the program: it says a program uses one GPU only where the
+script shows it (a plain python, one srun task, a launcher told to start one process), says it
+cannot tell where the work runs in another script, and stays quiet where the script shows
+anything that spreads the work over the GPUs.
+"""
+
+import re
+
+from guidance.engine import sources
+from guidance.engine.script_check.commands import Reading, Run
+from guidance.engine.script_check.findings import Finding, Severity, add_directive
+from guidance.engine.script_check.parse import Script
+from guidance.engine.script_check.request import Request
+from guidance.engine.types import Cluster
+
+# What spreads the work over several GPUs, in the script or in a program it embeds: launchers,
+# frameworks that use every visible GPU, and options handing the program its GPUs.
+USES_SEVERAL = re.compile(
+    r"\btorchrun\b|\btorch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b|\bdeepspeed\b"
+    r"|\bhorovodrun\b|\bmpi(run|exec)\b|\blightning\s+run\b|\bparallel\b|\bxargs\b[^\n]{0,300}\s-P"
+    r"|DataParallel|DistributedDataParallel|\bpytorch_lightning\b|\blightning\.|\btrainer\."
+    r"|--per[_-]device[_-]\w+|\bMirroredStrategy\b|\bjax\.pmap\b|\bpmap\("
+    r"|--(devices|n_?gpus|num_gpus|gpus|world[_-]size|multi[_-]gpu)\b|\bdevices="
+    r"|CUDA_VISIBLE_DEVICES=\S*,",
+    re.IGNORECASE,
+)
+# A launcher told to start a single process per node.
+ONE_PROCESS = re.compile(
+    r"--nproc[_-]per[_-]node[= ]1\b|--num[_-]processes[= ]1\b|--num[_-]gpus[= ]1\b"
+)
+PROGRAM = re.compile(r"(^|/)python[\d.]*$|\.py$")
+OTHER_SCRIPT = re.compile(r"^(bash|sh|zsh|source|\.)$|\.(sh|bash)$")
+SRUN_TASKS = re.compile(r"^(-n|--ntasks|--ntasks-per-node|--tasks-per-node)(=|$)|^-n\d")
+# A partition named for its GPUs: a job in it that asks for none still gets none.
+GPU_PARTITION = re.compile(r"gpu", re.IGNORECASE)
+
+
+def check_gpu_use(script: Script, request: Request, reading: Reading, notes: list) -> None:
+    gpus = request.gpus_per_node * request.nodes
+    if gpus < 2:
+        return
+    text = "\n".join((*script.commands, script.embedded))
+    asked = request.gpu_requests[-1]
+    one = next((r for r in reading.runs if ONE_PROCESS.search(r.text)), None)
+    if one is not None:
+        notes.append(_one_gpu(asked, gpus, one, "the launcher is told to start one process"))
+        return
+    if USES_SEVERAL.search(text) or reading.background_runs >= 2:
+        return
+    for run in reading.runs:
+        if run.words[0].rsplit("/", 1)[-1] == "srun":
+            tasks = _srun_tasks(run, request)
+            if tasks >= 2:
+                return
+            if _runs_program(run.words[1:]):
+                notes.append(_one_gpu(asked, gpus, run, "srun starts it as a single task"))
+                return
+        elif _runs_program(run.words):
+            notes.append(_one_gpu(asked, gpus, run, "it starts as a single process"))
+            return
+    elsewhere = [r for r in reading.runs if OTHER_SCRIPT.search(r.words[0])]
+    if elsewhere:
+        notes.append(
+            Finding(
+                "multi_gpu_unseen",
+                f"{asked} asks for {gpus} GPUs, and the work runs in "
+                f"\u201c{elsewhere[0].text[:80]}\u201d, which the checker cannot read: it "
+                f"cannot tell whether all {gpus} GPUs get used.",
+                sources.SBATCH_ELEMENTS,
+                "gpus",
+                severity=Severity.ADVICE,
+                lines=(asked.line, elsewhere[0].line),
+                fix="Make sure that script starts one process per GPU (torchrun "
+                "--nproc_per_node, srun with a task per GPU) or uses all GPUs itself; if not, "
+                "ask for one GPU. Paste it here to have it checked too.",
+            )
+        )
+
+
+def _runs_program(words) -> bool:
+    return any(PROGRAM.search(w) for w in words[:3])
+
+
+def _srun_tasks(run: Run, request: Request) -> int:
+    """The tasks an srun starts in all: its own option, else the job's."""
+    words = run.words
+    for i, word in enumerate(words[1:], 1):
+        if not SRUN_TASKS.match(word):
+            continue
+        if "=" in word:
+            value = word.partition("=")[2]
+        elif word.startswith("-n") and len(word) > 2:
+            value = word[2:]
+        else:
+            value = words[i + 1] if i + 1 < len(words) else ""
+        digits = re.match(r"\d+", value)
+        if digits:
+            count = int(digits.group())
+            return count * request.nodes if "per-node" in word else count
+        return 2 if "$" in value else 1  # $SLURM_NTASKS and the like: as the job says
+    return request.tasks_per_node * request.nodes
+
+
+def _one_gpu(asked, gpus: int, run: Run, how: str) -> Finding:
+    return Finding(
+        "multi_gpu_without_launcher",
+        f"{asked} asks for {gpus} GPUs, but \u201c{run.text[:100]}\u201d uses one: {how}, and "
+        f"PyTorch and TensorFlow use one GPU by default. The other {gpus - 1} sit idle, yet "
+        "count against your allocation and make the job wait longer.",
+        sources.SBATCH_ELEMENTS,
+        "gpus",
+        severity=Severity.WASTES,
+        lines=(asked.line, run.line),
+        fix="Ask for one GPU; or, if the program can use several, start one process per GPU "
+        f"(torchrun --nproc_per_node={gpus}, or srun with --ntasks-per-node={gpus}).",
+    )
+
+
+def _gpu_partition(partition: str, cluster: Cluster) -> bool:
+    """Whether the named partition is one of the cluster's GPU node types, or named for GPUs."""
+    names = {n.strip() for n in partition.split(",") if n.strip()}
+    published = {p.slurm_partition or p.name for p in cluster.partitions if p.gpus_per_node}
+    return bool(names & published) or bool(GPU_PARTITION.search(partition))
+
+
+def check_gpu_requested(
+    script: Script, request: Request, reading: Reading, cluster: Cluster, notes: list
+) -> None:
+    """A training job, or one in a GPU partition, that asks for no GPU at all."""
+    if request.gpu_requests or not cluster.gpu_types:
+        return
+    partition = script.option("partition") or ""
+    off = [d for d in script.commented if d.option in ("gres", "gpus", "gpus-per-node")]
+    training = next((r for r in reading.runs if r.training), None)
+    if not (training or _gpu_partition(partition, cluster) or off):
+        return
+    why = (
+        f"its GPU request on line {off[0].line} is commented out"
+        if off
+        else "no #SBATCH line asks for one"
+    )
+    what = "It trains" if training else f"It runs in partition {partition}"
+    notes.append(
+        Finding(
+            "no_gpu_requested",
+            f"The job gets no GPU: {why}. {what}, but Slurm gives a GPU only to a job that asks "
+            "for it, so the program finds no CUDA device and stops, or crawls on the CPU.",
+            sources.SBATCH_ELEMENTS,
+            "gpus",
+            severity=Severity.FAILS,
+            lines=tuple(d.line for d in off) + ((training.line,) if training else ()),
+            fix=f"Ask for the GPUs it needs: #SBATCH {off[0] if off else '--gres=gpu:1'}.",
+            edits=(add_directive(script, str(off[0]) if off else "--gres=gpu:1"),),
+        )
+    )
