@@ -259,9 +259,6 @@ def test_the_script_is_listed_with_the_lines_findings_name_marked(user_client, s
     assert "<code>#SBATCH --mem=32000M       # Memory proportional to GPUs" in page
 
 
-@pytest.mark.xfail(
-    strict=True, reason="ignored_directive names no lines yet: the rules' rewrite gives it them"
-)
 def test_an_sbatch_line_after_a_command_is_marked_where_it_is(user_client, seeded):
     page = _page(_check(user_client, LATE))
     late = LATE.count("\n")  # the last line
