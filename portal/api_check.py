@@ -11,7 +11,6 @@ from pydantic_core import PydanticCustomError
 from guidance import models
 from guidance.engine.script_check import MAX_CHARS, Severity, check_script
 from guidance.facts import cluster_facts
-from jobs.compose.check_result import worst_first
 from jobs.compose.script_spec import NAME
 from portal.api_job_schemas import _refuse_nul
 from portal.api_planning import invalid
@@ -118,7 +117,7 @@ def check(request: HttpRequest, body: CheckIn) -> dict[str, Any]:
                 "lines": list(f.lines),
                 "source": f.source,
             }
-            for f in worst_first(result.notes)
+            for f in result.notes
         ],
         "directives": result.directives,
         "truncated": result.truncated,

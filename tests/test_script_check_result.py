@@ -1,36 +1,12 @@
-"""How a script check is shown (jobs/compose/check_result.py): worst first, the lines marked, the
-diff read line by line. Built from Findings directly, whatever today's rules say."""
+"""How a script check is shown (jobs/compose/check_result.py): the lines marked, the diff read
+line by line. Built from Findings directly, whatever today's rules say."""
 
 from guidance.engine.script_check import Finding, Severity
-from guidance.engine.types import Note
-from jobs.compose.check_result import diff_lines, listing, worst_first
+from jobs.compose.check_result import diff_lines, listing
 
 
 def _finding(code: str, severity: Severity, *lines: int) -> Finding:
     return Finding(code, f"{code} message", severity=severity, lines=lines)
-
-
-def test_findings_come_worst_first_then_in_the_scripts_order():
-    findings = [
-        _finding("late_tip", Severity.ADVICE, 9),
-        _finding("memory", Severity.WASTES, 4),
-        _finding("gres", Severity.FAILS, 2),
-        _finding("no_time", Severity.FAILS),  # about no line: first of its weight
-        _finding("early_tip", Severity.ADVICE, 3),
-    ]
-    assert [f.code for f in worst_first(findings)] == [
-        "no_time",
-        "gres",
-        "memory",
-        "early_tip",
-        "late_tip",
-    ]
-
-
-def test_a_plain_note_counts_as_advice_about_no_line():
-    (finding,) = worst_first([Note("not_slurm", "Run:ai, not Slurm.")])
-    assert finding.severity == Severity.ADVICE
-    assert finding.lines == ()
 
 
 def test_the_listing_marks_each_line_with_its_worst_finding():

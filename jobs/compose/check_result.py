@@ -1,23 +1,10 @@
-"""A script check as people read it, on the page and in the API: the findings worst first, the
-script's lines marked where findings point, and the fixed script's diff line by line."""
+"""A script check as people read it: the script's lines marked where findings point, and the
+fixed script's diff line by line. (The checker itself gives the findings worst first.)"""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from guidance.engine.script_check import MAX_CHARS, Finding, Severity
-from guidance.engine.types import Note
-
-
-def as_finding(note: Note) -> Finding:
-    # A check that stops at once (a cluster without Slurm) answers plain Notes.
-    return note if isinstance(note, Finding) else Finding(**vars(note))
-
-
-def worst_first(notes: Iterable[Note]) -> tuple[Finding, ...]:
-    """Worst first, then in the script's order; a finding about no line (a missing option)
-    comes before the others of its severity. Otherwise the engine's order stays."""
-    findings = [as_finding(note) for note in notes]
-    return tuple(sorted(findings, key=lambda f: (f.severity.rank, min(f.lines, default=0))))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from guidance.engine import Scheduler
 from guidance.engine.script_check.account import ACCOUNT_PLACEHOLDER
 from jobs.compose import from_script
 from jobs.compose.check_form import ScriptCheckForm
-from jobs.compose.check_result import diff_lines, listing, worst_first
+from jobs.compose.check_result import diff_lines, listing
 from jobs.compose.views import SCRIPT_TYPE
 
 FIXED_NAME = "job-fixed.sh"
@@ -48,14 +48,13 @@ def _checked(form: ScriptCheckForm) -> dict:
         return {"form": form}
     text = form.cleaned_data["text"]
     result = form.check()
-    findings = worst_first(result.notes)
-    context = {"form": form, "result": result, "findings": findings, "checked_text": text}
+    context = {"form": form, "result": result, "checked_text": text}
     if form.facts.scheduler != Scheduler.SLURM:
         return context  # no script runs there: nothing to list, fix or compose
     carried = from_script.carry(text, form.facts)
     query = urlencode(from_script.composer_query(carried))
     return context | {
-        "listing": listing(text, findings),
+        "listing": listing(text, result.notes),
         "diff": diff_lines(result.diff),
         "placeholder": ACCOUNT_PLACEHOLDER,
         "composer_url": f"{reverse('jobs:compose')}?{query}",
