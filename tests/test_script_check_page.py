@@ -314,9 +314,15 @@ def test_put_it_in_the_box_checks_the_fixed_script_without_javascript(user_clien
     assert "Fixed script" not in page  # nothing left to fix
 
 
-def test_a_download_with_nothing_to_fix_shows_the_check(user_client, seeded):
-    page = _page(user_client.post("/jobs/check/fixed/", {"cluster": "narval", "script": GOOD}))
-    assert "No problems found" in page
+def test_a_download_with_nothing_left_to_fix_is_the_script_as_sent(user_client, seeded):
+    response = user_client.post("/jobs/check/fixed/", {"cluster": "narval", "script": GOOD})
+    assert response["Content-Disposition"] == 'attachment; filename="job-fixed.sh"'
+    assert response.content.decode() == GOOD
+
+
+def test_a_download_without_a_script_says_what_is_missing(user_client, seeded):
+    page = _page(user_client.post("/jobs/check/fixed/", {"cluster": "narval", "script": ""}))
+    assert "Paste a job script into the box or upload one" in page
 
 
 def test_the_download_wants_a_login_and_a_post(client, user_client, seeded):

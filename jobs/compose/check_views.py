@@ -35,11 +35,15 @@ def check_fixed(request: HttpRequest) -> HttpResponse:
     """The fixed script as a file. The page sends the script it checked, which is checked again:
     the file is the diff the page showed, applied."""
     form = ScriptCheckForm(request.POST)
-    if form.is_valid() and (fixed := form.check().fixed) is not None:
-        response = HttpResponse(fixed, content_type=SCRIPT_TYPE)
-        response["Content-Disposition"] = f'attachment; filename="{FIXED_NAME}"'
-        return response
-    return render(request, "jobs/check.html", _checked(form))  # says why there is no file
+    if not form.is_valid():
+        return render(request, "jobs/check.html", _checked(form))
+    # Nothing left to fix: the script as sent. So it is when the only fix was the line breaks,
+    # which no form field keeps (browsers send CRLF, the form reads LF).
+    fixed = form.check().fixed
+    text = form.cleaned_data["text"] if fixed is None else fixed
+    response = HttpResponse(text, content_type=SCRIPT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{FIXED_NAME}"'
+    return response
 
 
 def _checked(form: ScriptCheckForm) -> dict:
