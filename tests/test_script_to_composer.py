@@ -169,6 +169,12 @@ def test_modules_on_a_site_without_a_module_command_are_named_not_carried():
     assert any("the modules (cuda)" in item for item in carried.left_out)
 
 
+def test_module_lines_with_a_variable_are_named_not_carried():
+    carried = _carried(body="module load $CUDA_MODULE\npython train.py\n")
+    assert "modules" not in carried.values
+    assert any("not all of them are module names" in item for item in carried.left_out)
+
+
 def test_a_virtualenv_under_a_variable_the_site_does_not_set_is_named_not_carried():
     body = "source $SLURM_TMPDIR/env/bin/activate\npython train.py\n"
     carried = _carried(body=body, slug="processing")

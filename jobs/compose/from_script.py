@@ -187,7 +187,7 @@ def _by_hand(parsed: Script, cluster: Cluster, carried: Carried) -> None:
         else:
             carried.left_out.append(f"--mem={memory}: the composer recommends the memory")
     if (cpus := parsed.option("cpus-per-task")) is not None:
-        if cpus.isdigit() and 1 <= int(cpus) <= 100_000:
+        if cpus.isdigit() and 1 <= int(cpus) <= _field("cpus_per_task").max_value:
             carried.values["cpus_per_task"] = cpus
         else:
             carried.left_out.append(f"--cpus-per-task={cpus}")
@@ -205,7 +205,7 @@ def _commands(parsed: Script, cluster: Cluster, carried: Carried) -> None:
     activation have fields of their own; the rest (data staging, set-up) is named."""
     runs = [line for line in parsed.commands if PROGRAM.match(line)]
     command = runs[-1] if runs else None
-    if command is not None and len(command) <= 10_000:
+    if command is not None and len(command) <= _field("command").max_length:
         carried.values["command"] = command
     elif command is not None:
         carried.left_out.append("the command, which is longer than the composer takes")
@@ -243,13 +243,16 @@ def _commands(parsed: Script, cluster: Cluster, carried: Carried) -> None:
 def _modules(modules: list[str], cluster: Cluster, carried: Carried) -> None:
     if not modules:
         return
-    if cluster.environment.modules and all(MODULE_NAME.fullmatch(m) for m in modules):
-        carried.values["modules"] = " ".join(modules)
-    else:
+    listed = " ".join(modules)
+    if not cluster.environment.modules:
         carried.left_out.append(
-            f"the modules ({' '.join(modules)}): jobs on {cluster.name} have no module "
-            "command the portal knows of"
+            f"the modules ({listed}): jobs on {cluster.name} have no module command the portal "
+            "knows of"
         )
+    elif not all(MODULE_NAME.fullmatch(m) for m in modules):
+        carried.left_out.append(f"the modules ({listed}): not all of them are module names")
+    else:
+        carried.values["modules"] = listed
 
 
 def _virtualenv(path: str, cluster: Cluster, carried: Carried) -> None:
@@ -265,6 +268,10 @@ def _virtualenv(path: str, cluster: Cluster, carried: Carried) -> None:
         carried.left_out.append(f"the virtualenv {path}, named with the script's own variables")
     else:
         carried.values |= {"environment": "venv", "environment_path": path}
+
+
+def _field(name: str) -> forms.Field:
+    return ComposeForm.base_fields[name]
 
 
 def form_defaults() -> dict[str, str]:
