@@ -2,7 +2,7 @@ from django.urls import path
 
 from jobs import views
 from jobs.cluster import free_gpus_views, login_views
-from jobs.compose import sooner_views
+from jobs.compose import check_views, sooner_views
 from jobs.compose import views as compose_views
 from jobs.gpu import usage_views
 from jobs.notify import views as notify_views
@@ -11,7 +11,8 @@ app_name = "jobs"
 
 urlpatterns = [
     path("new/", compose_views.compose, name="compose"),
-    path("check/", compose_views.check, name="check"),
+    path("check/", check_views.check, name="check"),
+    path("check/fixed/", check_views.check_fixed, name="check_fixed"),
     path("new/check-path/", compose_views.check_path, name="check_path"),
     path("compositions/", compose_views.compositions, name="compositions"),
     path("compositions/<int:pk>/", compose_views.composition, name="composition"),

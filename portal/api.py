@@ -9,7 +9,8 @@ that is not JSON at all is 400, and a token over API_RATE_LIMIT 429 with Retry-A
 A new endpoint that plans a job takes `JobIn` and calls `plan_job()` (portal/api_planning.py),
 which raises `InvalidInput` (answered 422) rather than return a plan for a job that cannot run.
 What the endpoints take and answer is in portal/api_schemas.py; the jobs' endpoints (submit,
-list, show, cancel, output) are portal/api_jobs.py's, mounted at /api/v1/jobs.
+list, show, cancel, output) are portal/api_jobs.py's, mounted at /api/v1/jobs, and the script
+checker is portal/api_check.py's, at /api/v1/check.
 """
 
 from typing import Any
@@ -24,7 +25,7 @@ from ninja.throttling import SimpleRateThrottle
 from guidance import models
 from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose.forms import ComposeForm
-from portal import api_jobs
+from portal import api_check, api_jobs
 from portal.api_planning import InvalidInput, composed_script, plan_job
 from portal.api_schemas import (
     ClusterGpusOut,
@@ -223,3 +224,4 @@ def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
 
 
 api.add_router("/jobs", api_jobs.router)
+api.add_router("/check", api_check.router)

@@ -2,12 +2,17 @@
 
 import html
 import re
+import subprocess
+from dataclasses import replace
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.http import QueryDict
 
 from guidance.engine import sources
-from guidance.engine.script_check import MAX_CHARS
+from guidance.engine.script_check import MAX_CHARS, Finding, Severity
+from jobs.compose.check_form import ScriptCheckForm
+from jobs.compose.forms import ComposeForm
 from tests.script_check_helpers import GOOD
 from tests.source_helpers import shown
 
@@ -186,3 +191,184 @@ def test_odd_scripts_never_fail(user_client, seeded, script):
     response = _check(user_client, script)
     assert response.status_code == 200
     assert "<script>alert(1)</script>" not in response.content.decode()
+
+
+# --- Each finding's weight, lines and fix; the script listed; the fixed script --------------
+
+NO_ACCOUNT = GOOD.replace("#SBATCH --account=def-someuser\n", "")
+
+
+def _finding(page: str, code: str) -> str:
+    return re.search(rf'<div class="finding [^"]*" data-code="{code}".*?\n</div>', page, re.S)[0]
+
+
+def _hidden(raw: str, action: str) -> dict[str, str]:
+    """The hidden fields of the page's form that posts to `action`, as a browser sends them."""
+    form = re.search(rf'<form method="post" action="{action}">(.*?)</form>', raw, re.S)[1]
+    fields = re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form)
+    return {name: html.unescape(value) for name, value in fields}
+
+
+def test_a_finding_shows_its_weight_its_fix_and_its_source(user_client, seeded):
+    finding = _finding(_page(_check(user_client, NO_ACCOUNT)), "no_account")
+    assert '<span class="severity-badge severity-fails">Would fail</span>' in finding
+    assert "No --account" in finding
+    assert re.search(r"<strong>Fix:</strong> Add #SBATCH --account=def-yourgroup", finding)
+    assert shown(sources.SBATCH_ELEMENTS) in finding
+
+
+def test_the_worst_findings_come_first(user_client, seeded):
+    page = _page(_check(user_client, BAD + "#SBATCH --mem=1G\n"))
+    weights = re.findall(r'<div class="finding [^"]*" data-code="\w+" data-severity="(\w+)"', page)
+    ranks = [Severity(w).rank for w in weights]
+    assert len(ranks) >= 4 and ranks == sorted(ranks)
+
+
+def _with_finding_on_lines(monkeypatch, *lines: int) -> None:
+    """The check as the rules will answer it once each finding names its lines."""
+    finding = Finding(
+        "memory_over_share",
+        "More memory than the GPUs' share.",
+        sources.SBATCH_ELEMENTS,
+        "memory",
+        severity=Severity.WASTES,
+        lines=lines,
+        fix="Ask for 32000M.",
+    )
+    checked = ScriptCheckForm.check
+    monkeypatch.setattr(
+        ScriptCheckForm, "check", lambda form: replace(checked(form), notes=(finding,))
+    )
+
+
+def test_a_finding_links_the_lines_it_is_about(user_client, seeded, monkeypatch):
+    _with_finding_on_lines(monkeypatch, 4, 5)
+    finding = _finding(_page(_check(user_client)), "memory_over_share")
+    assert '<span class="severity-badge severity-wastes">Wastes resources</span>' in finding
+    assert 'Lines <a href="#line-4">4</a>, <a href="#line-5">5</a>' in finding
+    assert "<strong>Fix:</strong> Ask for 32000M." in finding
+
+
+def test_the_script_is_listed_with_the_lines_findings_name_marked(user_client, seeded, monkeypatch):
+    _with_finding_on_lines(monkeypatch, 4)
+    page = _page(_check(user_client))
+    rows = re.findall(r'<div id="line-(\d+)" data-line="(\d+)" class="([^"]*)"', page)
+    assert [int(number) for number, _, _ in rows] == list(range(1, GOOD.count("\n") + 1))
+    marked = {number: classes for number, _, classes in rows if "flagged" in classes}
+    assert marked == {"4": "listing-line flagged severity-wastes"}
+    assert "<code>#SBATCH --mem=32000M       # Memory proportional to GPUs" in page
+
+
+def test_an_sbatch_line_after_a_command_is_marked_where_it_is(user_client, seeded):
+    page = _page(_check(user_client, LATE))
+    late = LATE.count("\n")  # the last line
+    assert f'<a href="#line-{late}">{late}</a>' in _finding(page, "ignored_directive")
+    assert re.search(rf'<div id="line-{late}" data-line="{late}" class="[^"]*flagged', page)
+
+
+def test_the_fixed_script_shows_as_a_diff(user_client, seeded):
+    page = _page(_check(user_client, NO_ACCOUNT))
+    assert '<h3 id="fixed-script-title">Fixed script</h3>' in page
+    assert "<ins>+#SBATCH --account=def-yourgroup</ins>" in page
+    assert '<span class="diff-same"> #SBATCH --time=0-03:00     # DD-HH:MM:SS</span>' in page
+    assert "replace a placeholder such as <code>def-yourgroup</code>" in page
+
+
+def test_a_removed_line_shows_as_removed(user_client, seeded, monkeypatch):
+    checked = ScriptCheckForm.check
+    diff = (
+        "--- job.sh (as pasted)\n+++ job.sh (fixed)\n@@ -4 +4 @@\n"
+        "-#SBATCH --mem=1T\n+#SBATCH --mem=32000M\n"
+    )
+    monkeypatch.setattr(
+        ScriptCheckForm, "check", lambda form: replace(checked(form), fixed=GOOD, diff=diff)
+    )
+    page = _page(_check(user_client))
+    assert "<del>-#SBATCH --mem=1T</del><ins>+#SBATCH --mem=32000M</ins>" in page
+
+
+def test_a_script_with_nothing_to_fix_offers_no_fixed_script(user_client, seeded):
+    page = _page(_check(user_client))
+    assert "Fixed script" not in page
+    assert "Download the fixed script" not in page
+
+
+def test_the_fixed_script_downloads_as_a_file_that_checks_clean_of_the_finding(user_client, seeded):
+    raw = _check(user_client, NO_ACCOUNT).content.decode()
+    response = user_client.post("/jobs/check/fixed/", _hidden(raw, "/jobs/check/fixed/"))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/x-shellscript")
+    assert response["Content-Disposition"] == 'attachment; filename="job-fixed.sh"'
+    fixed = response.content.decode()
+    assert "#SBATCH --account=def-yourgroup\n" in fixed
+    assert subprocess.run(["bash", "-n"], input=fixed.encode(), check=False).returncode == 0
+    again = _page(_check(user_client, fixed))
+    assert 'data-code="no_account"' not in again
+
+
+def test_put_it_in_the_box_checks_the_fixed_script_without_javascript(user_client, seeded):
+    raw = _check(user_client, NO_ACCOUNT).content.decode()
+    page = _page(user_client.post(URL, _hidden(raw, URL)))
+    assert "#SBATCH --account=def-yourgroup\n" in _textarea(page)
+    assert 'data-code="no_account"' not in page
+    assert "Fixed script" not in page  # nothing left to fix
+
+
+def test_a_download_with_nothing_left_to_fix_is_the_script_as_sent(user_client, seeded):
+    response = user_client.post("/jobs/check/fixed/", {"cluster": "narval", "script": GOOD})
+    assert response["Content-Disposition"] == 'attachment; filename="job-fixed.sh"'
+    assert response.content.decode() == GOOD
+
+
+def test_a_download_without_a_script_says_what_is_missing(user_client, seeded):
+    page = _page(user_client.post("/jobs/check/fixed/", {"cluster": "narval", "script": ""}))
+    assert "Paste a job script into the box or upload one" in page
+
+
+def test_the_download_wants_a_login_and_a_post(client, user_client, seeded):
+    assert user_client.get("/jobs/check/fixed/").status_code == 405
+    user_client.logout()
+    response = client.post("/jobs/check/fixed/", {"cluster": "narval", "script": NO_ACCOUNT})
+    assert response.status_code == 302
+
+
+# --- Open in the composer ---------------------------------------------------------------------
+
+
+def _composer_link(page: str) -> str:
+    return re.search(r'<a class="button secondary" href="([^"]+)">Open in the composer</a>', page)[
+        1
+    ]
+
+
+def test_open_in_the_composer_fills_its_form_with_the_scripts_values(user_client, seeded):
+    script = GOOD.replace("--gres=gpu:1", "--gres=gpu:a100:2\n#SBATCH --job-name=resnet")
+    raw = _check(user_client, script).content.decode()
+    link = html.unescape(_composer_link(raw))
+    assert link.startswith("/jobs/new/?")
+    assert set(QueryDict(link.partition("?")[2])) <= set(ComposeForm.base_fields)
+    composer = _page(user_client.get(link))
+    assert 'name="job_name" value="resnet"' in composer
+    assert 'name="account" value="def-someuser"' in composer
+    assert 'name="gpu_count" value="2"' in composer
+    assert '<option value="a100" selected>' in composer
+    assert 'name="hours" value="3"' in composer
+    assert 'name="memory" value="32000M"' in composer
+    assert 'name="cpus_per_task" value="6"' in composer
+    assert 'name="modules" value="python/3.6 cuda cudnn"' in composer
+    assert "python $SOURCEDIR/train.py $SLURM_TMPDIR/data</textarea>" in composer
+    assert re.search(r'<input type="checkbox" name="multi_gpu"[^>]* checked>', composer)
+
+
+def test_what_the_composer_does_not_get_is_named_beside_the_link(user_client, seeded):
+    page = _page(_check(user_client))
+    assert "Not carried over:" in page
+    assert "SOURCEDIR=~/ml-test, which the command uses" in page
+    assert "tar xf ~/projects/def-xxxx/data.tar" in page
+
+
+def test_a_cluster_without_slurm_gets_no_listing_fix_or_composer(user_client, seeded):
+    page = _page(_check(user_client, NO_ACCOUNT, cluster="dgx"))
+    assert 'data-code="not_slurm"' in page
+    assert "Open in the composer" not in page
+    assert 'id="line-1"' not in page

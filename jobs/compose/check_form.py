@@ -1,11 +1,13 @@
 """The "Check my script" form: a cluster and an sbatch script, pasted or uploaded."""
 
 import math
+from functools import cached_property
 
 from django import forms
 from django.core.exceptions import ValidationError
 
 from guidance import models
+from guidance.engine import Cluster
 from guidance.engine.script_check import MAX_CHARS, ScriptCheck, check_script
 from guidance.facts import cluster_facts
 
@@ -86,5 +88,10 @@ class ScriptCheckForm(forms.Form):
         data["text"] = text
         return data
 
+    @cached_property
+    def facts(self) -> Cluster:
+        """The chosen cluster as the engine reads it (once a valid form has chosen one)."""
+        return cluster_facts(self.cleaned_data["cluster"])
+
     def check(self) -> ScriptCheck:
-        return check_script(self.cleaned_data["text"], cluster_facts(self.cleaned_data["cluster"]))
+        return check_script(self.cleaned_data["text"], self.facts)

@@ -1,6 +1,6 @@
 """The composer's pages: compose with live advice and preview, download, or save and submit
 (queued for jobs/tasks.py); saved compositions; "check this path" and "check with Slurm" on the
-cluster, while the user waits; and "Check my script" for a pasted one."""
+cluster, while the user waits. "Check my script" is check_views.py's."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,7 +14,6 @@ from guidance.models import Cluster
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import edit_check, path_check, sending
-from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import advice_so_far
 from jobs.compose.from_form import compose as compose_script
@@ -255,16 +254,3 @@ def _path_check(request: HttpRequest) -> dict:
         return {"problem": error.message}
     ok, said = data_path.describe(found, cluster.name, request.POST.get("data_kind", ""))
     return {"ok": ok, "said": said}
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def check(request: HttpRequest) -> HttpResponse:
-    result = None
-    if request.method == "POST":
-        form = ScriptCheckForm(request.POST, request.FILES)
-        if form.is_valid():
-            result = form.check()
-    else:
-        form = ScriptCheckForm(initial={"cluster": request.GET.get("cluster")})
-    return render(request, "jobs/check.html", {"form": form, "result": result})

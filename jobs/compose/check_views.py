@@ -1,0 +1,66 @@
+""" "Check my script": the findings on a pasted script and the lines they are about, the fixed
+script to download or to check again, and a link that opens the script in the composer."""
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from guidance.engine import Scheduler
+from guidance.engine.script_check.account import ACCOUNT_PLACEHOLDER
+from jobs.compose import from_script
+from jobs.compose.check_form import ScriptCheckForm
+from jobs.compose.check_result import diff_lines, listing
+from jobs.compose.views import SCRIPT_TYPE
+
+FIXED_NAME = "job-fixed.sh"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def check(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        form = ScriptCheckForm(initial={"cluster": request.GET.get("cluster")})
+        return render(request, "jobs/check.html", {"form": form})
+    form = ScriptCheckForm(request.POST, request.FILES)
+    return render(request, "jobs/check.html", _checked(form))
+
+
+@login_required
+@require_POST
+def check_fixed(request: HttpRequest) -> HttpResponse:
+    """The fixed script as a file. The page sends the script it checked, which is checked again:
+    the file is the diff the page showed, applied."""
+    form = ScriptCheckForm(request.POST)
+    if not form.is_valid():
+        return render(request, "jobs/check.html", _checked(form))
+    # Nothing left to fix: the script as sent. So it is when the only fix was the line breaks,
+    # which no form field keeps (browsers send CRLF, the form reads LF).
+    fixed = form.check().fixed
+    text = form.cleaned_data["text"] if fixed is None else fixed
+    response = HttpResponse(text, content_type=SCRIPT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{FIXED_NAME}"'
+    return response
+
+
+def _checked(form: ScriptCheckForm) -> dict:
+    """The page's context: the form, and once it is valid, what the check found."""
+    if not form.is_valid():
+        return {"form": form}
+    text = form.cleaned_data["text"]
+    result = form.check()
+    context = {"form": form, "result": result, "checked_text": text}
+    if form.facts.scheduler != Scheduler.SLURM:
+        return context  # no script runs there: nothing to list, fix or compose
+    carried = from_script.carry(text, form.facts)
+    query = urlencode(from_script.composer_query(carried))
+    return context | {
+        "listing": listing(text, result.notes),
+        "diff": diff_lines(result.diff),
+        "placeholder": ACCOUNT_PLACEHOLDER,
+        "composer_url": f"{reverse('jobs:compose')}?{query}",
+        "left_out": carried.left_out,
+    }
