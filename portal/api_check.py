@@ -12,7 +12,7 @@ from guidance import models
 from guidance.engine.script_check import MAX_CHARS, Severity, check_script
 from guidance.facts import cluster_facts
 from jobs.compose.script_spec import NAME
-from portal.api_job_schemas import _refuse_nul
+from portal.api_job_schemas import refuse_empty_script, refuse_nul
 from portal.api_planning import invalid
 from portal.api_schemas import Errors, Message
 
@@ -33,14 +33,8 @@ class CheckIn(Schema):
         "needs one; empty: a placeholder for you to replace.",
     )
 
-    _no_nul = field_validator("*", mode="before")(_refuse_nul)
-
-    @field_validator("script")
-    @classmethod
-    def _not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise PydanticCustomError("empty_script", "The script is empty.")
-        return value
+    _no_nul = field_validator("*", mode="before")(refuse_nul)
+    _not_empty = field_validator("script")(refuse_empty_script)
 
     @field_validator("account")
     @classmethod

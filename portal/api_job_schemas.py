@@ -26,10 +26,16 @@ KEY_HELP = (
 )
 
 
-def _refuse_nul(value: Any) -> Any:
+def refuse_nul(value: Any) -> Any:
     if isinstance(value, str) and "\x00" in value:
         # PostgreSQL can hold no NUL, and sbatch refuses a script with one.
         raise PydanticCustomError("null_characters", "Null characters are not allowed.")
+    return value
+
+
+def refuse_empty_script(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("empty_script", "The script is empty.")
     return value
 
 
@@ -58,14 +64,8 @@ class ScriptJobIn(Schema):
     )
     submission_key: str | None = Field(None, max_length=255, description=KEY_HELP)
 
-    _no_nul = field_validator("*", mode="before")(_refuse_nul)
-
-    @field_validator("script")
-    @classmethod
-    def _not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise PydanticCustomError("empty_script", "The script is empty.")
-        return value
+    _no_nul = field_validator("*", mode="before")(refuse_nul)
+    _not_empty = field_validator("script")(refuse_empty_script)
 
 
 class ComposedJobIn(ScriptIn):
