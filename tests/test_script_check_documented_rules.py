@@ -9,6 +9,8 @@ import pytest
 
 from guidance.engine import sources
 from guidance.engine.script_check import Severity, check_script
+from guidance.facts import cluster_facts
+from guidance.models import Cluster, SiteRule
 from tests.engine_helpers import cluster, codes, note
 from tests.script_check_helpers import checked
 
@@ -310,3 +312,24 @@ def test_the_fixed_script_for_memory_and_account_passes_the_checker_and_bash(tmp
 def test_the_users_own_account_goes_into_the_fixed_script():
     result = check_script(MEMORY_AND_ACCOUNT, cluster("cedar"), account="def-alice")
     assert "#SBATCH --account=def-alice" in result.fixed
+
+
+# --- Where the site rules come from -------------------------------------------------------------
+
+
+def test_a_clusters_page_lists_its_script_rules_with_their_sources(user_client, seeded):
+    page = user_client.get("/guidance/cedar/").content.decode()
+    assert "Rules for job scripts" in page
+    assert "Avoid Anaconda: use virtualenv" in page
+    assert "Compute nodes have no internet access" in page
+    processing = user_client.get("/guidance/processing/").content.decode()
+    assert "Rules for job scripts" not in processing
+
+
+def test_a_rule_an_admin_removes_is_no_longer_applied(seeded):
+    text = script("--gres=gpu:1", "--cpus-per-task=6", body="conda activate t\npython train.py x\n")
+    cedar = Cluster.objects.with_facts().get(slug="cedar")
+    assert "anaconda" in codes(check_script(text, cluster_facts(cedar)).notes)
+    SiteRule.objects.filter(cluster__slug="cedar", rule="avoid_anaconda").delete()
+    cedar = Cluster.objects.with_facts().get(slug="cedar")
+    assert "anaconda" not in codes(check_script(text, cluster_facts(cedar)).notes)
