@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from guidance.engine import Scheduler
-from guidance.engine.script_check.account import ACCOUNT_PLACEHOLDER
+from guidance.engine.script_check import ACCOUNT_PLACEHOLDER
 from jobs.compose import from_script
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.check_result import diff_lines, listing

@@ -14,8 +14,8 @@ from guidance.engine.script_check import (
     gres_gpus,
     parse_script,
     parse_time_limit,
+    read_count,
 )
-from guidance.engine.script_check.parse import read_count
 from guidance.engine.shell import MODULE_NAME, split_path
 from guidance.engine.types import Cluster
 from jobs.compose import script

@@ -8,6 +8,7 @@ What a script *does* is guessed from its words, and each guess is written down w
 a note is only raised when the script shows the problem, so a quiet answer is no guarantee.
 """
 
+from guidance.engine.script_check.account import ACCOUNT_PLACEHOLDER
 from guidance.engine.script_check.check import MAX_CHARS, ScriptCheck, check_script
 from guidance.engine.script_check.findings import Edit, Finding, Severity
 from guidance.engine.script_check.parse import (
@@ -17,9 +18,11 @@ from guidance.engine.script_check.parse import (
     gres_gpus,
     parse_script,
     parse_time_limit,
+    read_count,
 )
 
 __all__ = [
+    "ACCOUNT_PLACEHOLDER",
     "MAX_CHARS",
     "Directive",
     "Edit",
@@ -32,4 +35,5 @@ __all__ = [
     "gres_gpus",
     "parse_script",
     "parse_time_limit",
+    "read_count",
 ]
