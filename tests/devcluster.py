@@ -37,10 +37,19 @@ class DevCluster:
     name: str  # the Slurm cluster's name
     known_hosts: Path
     lab: Path  # the lab directory: configs, logs, the nodes' local disks (nodes/<node>/...)
+    # The automation node: the same user's key, forced through docker/cluster-side/portal-remote.
+    automation_port: int = 0
 
     def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Runs a shell command as the test user with OpenSSH (about 0.3 s a call)."""
-        argv = ["ssh", "-i", str(self.key), "-p", str(self.port)]
+        return self.openssh(self.port, [command], timeout=timeout)
+
+    def openssh(
+        self, port: int, args: list[str], stdin: str | None = None, timeout: float = 30
+    ) -> subprocess.CompletedProcess:
+        """OpenSSH's client as the test user on one of the dev cluster's sshds; `args` go after
+        the destination (a command line), or before it where they are options (-tt, -s)."""
+        argv = ["ssh", "-i", str(self.key), "-p", str(port)]
         for option in (
             "BatchMode=yes",
             "IdentitiesOnly=yes",
@@ -49,12 +58,15 @@ class DevCluster:
             "LogLevel=ERROR",
         ):
             argv += ["-o", option]
+        options = [a for a in args if a.startswith("-")]
+        command = [a for a in args if not a.startswith("-")]
         return subprocess.run(
-            [*argv, f"{self.user}@{self.host}", command],
+            [*argv, *options, f"{self.user}@{self.host}", *command],
             capture_output=True,
             text=True,
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
         )
 
     def on_node(self, node: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -129,7 +141,12 @@ def devcluster(tmp_path_factory) -> DevCluster:
     values = read_env(env.stdout)
     host, port = values["DEVCLUSTER_HOST"], int(values["DEVCLUSTER_PORT"])
     known_hosts = tmp_path_factory.mktemp("devcluster") / "known_hosts"
-    known_hosts.write_text(f"[{host}]:{port} {values['DEVCLUSTER_HOST_KEY']}\n")
+    automation_port = int(values.get("DEVCLUSTER_AUTOMATION_PORT", 0))
+    known_hosts.write_text(
+        "".join(
+            f"[{host}]:{p} {values['DEVCLUSTER_HOST_KEY']}\n" for p in (port, automation_port) if p
+        )
+    )
     return DevCluster(
         host=host,
         port=port,
@@ -139,4 +156,5 @@ def devcluster(tmp_path_factory) -> DevCluster:
         name=values["DEVCLUSTER_NAME"],
         known_hosts=known_hosts,
         lab=Path(values["DEVCLUSTER_LAB"]),
+        automation_port=automation_port,
     )
