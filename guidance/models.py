@@ -61,6 +61,21 @@ class Cluster(Sourced):
         blank=True, help_text="The pinned host key line, e.g. 'ssh-ed25519 AAAA...'."
     )
     host_key_fingerprint = models.CharField(max_length=100, blank=True)
+    # Sites that require MFA take automated logins only on automation nodes, whose keys run only
+    # the portal's wrapper (docker/cluster-side/portal-remote). The node shows the host key pinned
+    # above.
+    automation_host = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="The automation node, for logins that go through the portal's wrapper (e.g. "
+        "robot.example.org); empty: the login host.",
+    )
+    automation_port = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(65535)],
+        help_text="Its SSH port; empty: the login port.",
+    )
     description = models.TextField(blank=True, help_text="Markdown.")
     history = HistoricalRecords()
 

@@ -99,6 +99,13 @@ class ClusterAccount(models.Model):
         max_length=32, validators=[RegexValidator(r"\A[a-z_][a-z0-9_.-]{0,31}\Z")]
     )
     public_key = models.TextField()
+    # The key is taken only on the cluster's automation node, as the portal's wrapper's forced
+    # command: commands without a shell around them, and no SFTP (jobs.cluster.command_files).
+    through_automation_node = models.BooleanField(
+        default=False,
+        help_text="This login goes through an automation node with the portal's wrapper "
+        "(portal-remote) as the key's forced command.",
+    )
     # Fernet-encrypted (jobs.cluster.keys): never shown, never logged.
     private_key_encrypted = models.TextField()
     tested_at = models.DateTimeField(null=True, blank=True)

@@ -1,4 +1,7 @@
-"""Submitting and following jobs on the real local Slurm cluster, through the real sshd.
+"""Submitting and following jobs on the real local Slurm cluster, through the real sshd: each
+through the ordinary login and through the automation node (the key forced through the portal's
+wrapper, no SFTP), but the tests of what only the ordinary login has (SFTP writes, free commands,
+its sshd's pid).
 
 Celery tasks run in-process here (`.apply()`): the same code a worker runs, one call at a time.
 """
@@ -28,9 +31,16 @@ LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
 
 
 @pytest.fixture
-def account(devcluster, seeded, user) -> ClusterAccount:
+def login_account(devcluster, seeded, user) -> ClusterAccount:
     call_command("register_devcluster", user.username, stdout=io.StringIO())
     return ClusterAccount.objects.get(owner=user, cluster__slug="local")
+
+
+@pytest.fixture(params=["login node", "automation node"])
+def account(request, login_account) -> ClusterAccount:
+    login_account.through_automation_node = request.param == "automation node"
+    login_account.save(update_fields=["through_automation_node"])
+    return login_account
 
 
 def _job(account: ClusterAccount, body: str, *directives: str) -> Job:
@@ -159,7 +169,8 @@ def test_a_rejected_submission_shows_slurms_message(account, directive, slurm_sa
     assert job.script.endswith("true\n")  # what the user wrote is kept
 
 
-def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(account):
+def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(login_account):
+    account = login_account
     job = _job(account, "true")
     login = remote.login_for(account)
     gateway.write_file(login, job.job_dir, b"a file where the job's folder should be\n")
@@ -193,7 +204,8 @@ def test_without_sbatch_on_the_path_the_submission_says_so(tmp_path):
     )
 
 
-def test_a_second_submission_finds_the_job_the_first_made(account):
+def test_a_second_submission_finds_the_job_the_first_made(login_account):
+    account = login_account
     # As if the worker died right after sbatch: the job is on the cluster, the database
     # does not know. The task, run again, must adopt it rather than submit again.
     job = _job(account, "sleep 5")
@@ -222,7 +234,10 @@ def _sshd_pid() -> int:
     return int((LAB / "run" / "sshd.pid").read_text().split()[0])
 
 
-def test_a_stopped_sshd_is_retried_then_fails_clearly_and_a_later_retry_works(account, devcluster):
+def test_a_stopped_sshd_is_retried_then_fails_clearly_and_a_later_retry_works(
+    login_account, devcluster
+):
+    account = login_account
     gateway.close_all()
     os.kill(_sshd_pid(), signal.SIGTERM)
     time.sleep(0.5)

@@ -7,7 +7,8 @@ delayed ACKs: see ../shared/devcluster-facts.md), applies timeouts, and turns ev
 
 What needs no paramiko lives beside it in jobs/cluster/: the errors and their wording (errors.py),
 the `Login` callers hand in and the results they get back (login.py), the pool's bookkeeping
-(pool.py) and the file operations on the SFTP session (sftp_files.py). No Django here: callers
+(pool.py), the file operations on the SFTP session (sftp_files.py) and, for an automation node
+that offers no SFTP, through its wrapper's commands (command_files.py). No Django here: callers
 load a `Login` from their models.
 """
 
@@ -21,11 +22,12 @@ import shlex
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import paramiko
 
 from jobs.cluster import errors
+from jobs.cluster.command_files import CommandFiles
 from jobs.cluster.errors import ClusterError, describe
 from jobs.cluster.login import CommandResult, HostKey, Login
 from jobs.cluster.pool import ConnectionPool, Stale
@@ -296,7 +298,9 @@ class Gateway(ConnectionPool[_Connection], SftpFiles):
     def _run(
         self, login: Login, command: str, program: str, stdin: str | None, timeout: float | None
     ) -> CommandResult:
-        command = command_line(command, with_stdin=stdin is not None)
+        if not login.commands_only:
+            command = command_line(command, with_stdin=stdin is not None)
+        # else the wrapper does what command_line does: /dev/null or the stdin drained.
         seconds = login.command_timeout if timeout is None else timeout
         deadline = time.monotonic() + seconds
 
@@ -383,13 +387,32 @@ class Gateway(ConnectionPool[_Connection], SftpFiles):
         if status == -1 and not channel.get_transport().is_active():
             # The channel ended because the connection did, not because the command did.
             raise errors.disconnected("connection lost while the command ran")
+        raw = b"".join(stdout)
         return CommandResult(
             exit_status=status,
-            stdout=b"".join(stdout).decode(errors="replace"),
+            stdout=raw.decode(errors="replace"),
             stderr=b"".join(stderr).decode(errors="replace"),
+            raw_stdout=raw,
         )
 
     # -- files ------------------------------------------------------------------------------
+
+    def read_tail(self, login: Login, path: str, max_bytes: int) -> bytes:
+        if login.commands_only:
+            return CommandFiles(self.run).read_tail(login, path, max_bytes)
+        return super().read_tail(login, path, max_bytes)
+
+    def list_dir(self, login: Login, path: str) -> dict[str, int]:
+        if login.commands_only:
+            return CommandFiles(self.run).list_dir(login, path)
+        return super().list_dir(login, path)
+
+    def read_many(
+        self, login: Login, wanted: Sequence[tuple[str, int]], max_bytes: int
+    ) -> list[tuple[bytes, int]]:
+        if login.commands_only:
+            return CommandFiles(self.run).read_many(login, wanted, max_bytes)
+        return super().read_many(login, wanted, max_bytes)
 
     def _sftp[T](self, login: Login, what: str, path: str, work: Callable[[SftpSession], T]) -> T:
         """Run `work` with the connection's SFTP session, mapping its errors.

@@ -47,13 +47,21 @@ def generate_keypair(comment: str = DEFAULT_COMMENT) -> KeyPair:
     return KeyPair(private_pem=pem, public_line=f"{public.decode()} {comment}")
 
 
-def authorized_keys_line(public_line: str, *, from_hosts: Sequence[str] = ()) -> str:
+# Where the portal's README installs its wrapper on an automation node; the login shell
+# expands $HOME when sshd runs the forced command.
+WRAPPER_COMMAND = "$HOME/bin/portal-remote"
+
+
+def authorized_keys_line(
+    public_line: str, *, from_hosts: Sequence[str] = (), command: str = ""
+) -> str:
     """The line a user adds to ~/.ssh/authorized_keys on the cluster for the portal's key.
 
     `restrict` turns off port, agent and X11 forwarding, pseudo-terminals and ~/.ssh/rc, none of
     which the portal uses; running commands and the SFTP subsystem stay allowed, and those are
     all it needs. `from_hosts` (the portal's addresses, e.g. "203.0.113.7" or "10.1.0.0/16")
-    limits where the key is accepted from.
+    limits where the key is accepted from. `command` makes the key run only that (an automation
+    node's forced command, the portal's wrapper: WRAPPER_COMMAND), and no SFTP.
     """
     line = public_line.strip()
     key, _, comment = line.partition(" ")
@@ -67,6 +75,10 @@ def authorized_keys_line(public_line: str, *, from_hosts: Sequence[str] = ()) ->
             if not _FROM_PATTERN.fullmatch(pattern):
                 raise ValueError(f"{pattern!r} is not an address, network or host pattern")
         options += f',from="{",".join(from_hosts)}"'
+    if command:
+        if '"' in command or "\n" in command:
+            raise ValueError("A forced command cannot hold a double quote or a line break")
+        options += f',command="{command}"'
     return f"{options} {line}"
 
 

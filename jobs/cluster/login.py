@@ -24,6 +24,9 @@ class Login:
     host_key: str
     connect_timeout: float = 10.0
     command_timeout: float = 30.0
+    # Through an automation node whose key runs only the portal's wrapper
+    # (docker/cluster-side/portal-remote): plain commands, no shell around them, no SFTP.
+    commands_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class CommandResult:
     exit_status: int  # -1 when the command ended without reporting one (killed by a signal)
     stdout: str
     stderr: str
+    raw_stdout: bytes = field(default=b"", repr=False)  # as it came, for file reads
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from guidance.engine.data_path import MANY_FILES, PathCheck
 from guidance.engine.shell import split_path
-from jobs.cluster import keys
+from jobs.cluster import command_files, keys
 from jobs.cluster.errors import ClusterError, ErrorKind, slurm_not_answering
 from jobs.cluster.gateway import fetch_host_key, gateway
 from jobs.cluster.login import CommandResult, HostKey, Login
@@ -62,12 +62,14 @@ def host_key(host: str, port: int) -> HostKey:
 
 def login_for(account: ClusterAccount) -> Login:
     cluster = account.cluster
+    automation = account.through_automation_node
     return Login(
-        host=cluster.login_host,
-        port=cluster.login_port,
+        host=(automation and cluster.automation_host) or cluster.login_host,
+        port=(automation and cluster.automation_port) or cluster.login_port,
         username=account.username,
         private_key=keys.decrypt(account.private_key_encrypted),
         host_key=cluster.host_key,
+        commands_only=automation,
     )
 
 
@@ -125,18 +127,31 @@ def submit(job: Job, script: str, look_first: bool) -> str:
     login = login_for(job.account)
     if look_first and (existing := find_submitted(login, job)):
         return existing
-    args = [job.job_dir, tag(job)]
-    result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=script)
+    if login.commands_only:
+        result = _submit_commands(login, job, script)
+    else:
+        args = [job.job_dir, tag(job)]
+        result = gateway.run_script(login, SUBMIT, args, program="sbatch", stdin=script)
     if result.exit_status != 0:
         raise failed_submission(result)
     return str(parse_sbatch(result.stdout).job_id)
+
+
+def _submit_commands(login: Login, job: Job, script: str) -> CommandResult:
+    """SUBMIT as an automation node's wrapper takes it: two commands, no shell."""
+    made = gateway.run(login, ["mkdir", "-p", "--", job.job_dir])
+    if made.exit_status != 0:
+        return made
+    return gateway.run(login, ["sbatch", "--parsable", f"--comment={tag(job)}"], stdin=script)
 
 
 def failed_submission(result: CommandResult) -> ClusterError | SlurmRefused:
     """Why SUBMIT failed: its own steps (the job's folder, finding sbatch) fail as a ClusterError
     that says so, which no retry mends; anything else is Slurm refusing the job."""
     said = result.stderr.strip()
-    if said == NO_SBATCH:
+    if result.exit_status == command_files.REFUSED:
+        return command_files.refused(result)
+    if said == NO_SBATCH or (result.exit_status == 127 and said.startswith("portal-remote:")):
         return ClusterError(ErrorKind.CONFIG, NO_SBATCH, retryable=False)
     if said.startswith("mkdir:"):  # SUBMIT's first step: sbatch never ran
         message = f"The job's folder could not be made on the cluster: {said}"
@@ -267,10 +282,18 @@ fi
 
 def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) -> PathCheck:
     """What `path` is on the cluster, looked at through the user's own login."""
+    login = login_for(account)
+    if login.commands_only:
+        raise ClusterError(
+            ErrorKind.CONFIG,
+            "Paths cannot be looked at through an automation node: its wrapper lets the portal "
+            "read only its own job folders. The job will say if the path is missing.",
+            retryable=False,
+        )
     variable, rest = split_path(path)
     pairs = [f"{name}={value}" for name, value in fallbacks.items()]
     result = gateway.run(
-        login_for(account),
+        login,
         ["bash", "-c", PATH_PROBE, "portal-path", variable, rest, str(MANY_FILES + 1), *pairs],
     )
     lines = result.stdout.splitlines()

@@ -1,5 +1,6 @@
 """Registers the local Slurm cluster (docker/devcluster) as the cluster "local", and gives portal
-users a login on it: a key the portal makes, added to the lab user's authorized_keys."""
+users a login on it: a key the portal makes, added to the lab user's authorized_keys, and to the
+automation node's keys with the constraints such a node sets (restrict, from=, the wrapper)."""
 
 import subprocess
 from pathlib import Path
@@ -55,6 +56,7 @@ class Command(BaseCommand):
                 "login_port": port,
                 "host_key": presented.line,
                 "host_key_fingerprint": presented.fingerprint,
+                "automation_port": int(env.get("DEVCLUSTER_AUTOMATION_PORT") or 0) or None,
                 "description": DESCRIPTION,
             },
         )
@@ -120,4 +122,12 @@ class Command(BaseCommand):
         if line not in authorized.read_text():
             with authorized.open("a") as out:
                 out.write(line + "\n")
+        automation = Path(env.get("DEVCLUSTER_AUTOMATION_KEYS", ""))
+        if automation.name and automation.is_file():
+            forced = keys.authorized_keys_line(
+                account.public_key, from_hosts=["127.0.0.1"], command=keys.WRAPPER_COMMAND
+            )
+            if forced not in automation.read_text():
+                with automation.open("a") as out:
+                    out.write(forced + "\n")
         return account
