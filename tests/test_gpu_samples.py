@@ -5,6 +5,7 @@ import io
 import json
 import time
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -229,19 +230,31 @@ def test_a_cluster_error_in_collect_does_not_break_the_poll(job, monkeypatch, ca
 # -- on the local cluster ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def account(devcluster, seeded, user) -> ClusterAccount:
+@pytest.fixture(params=["login node", "automation node"])
+def account(request, devcluster, seeded, user) -> ClusterAccount:
+    """The lab user's login, or the same through the automation node: no SFTP, files read with
+    the wrapper's commands."""
     call_command("register_devcluster", user.username, stdout=io.StringIO())
-    return ClusterAccount.objects.get(owner=user, cluster__slug="local")
+    account = ClusterAccount.objects.get(owner=user, cluster__slug="local")
+    account.through_automation_node = request.param == "automation node"
+    account.save(update_fields=["through_automation_node"])
+    return account
 
 
-def test_it_reads_a_growing_file_once_over_sftp(account) -> None:
+def test_it_reads_a_growing_file_once(account) -> None:
     name = f"t-{uuid.uuid4().hex[:8]}"
     job = Job.objects.create(
         owner=account.owner, account=account, name=name, script="", slurm_id="990001",
         state=JobState.RUNNING, nodes="a100-1,a100-2",
     )  # fmt: skip
-    login = remote.login_for(account)
+    # Written as the job would, over the ordinary login's SFTP; read as the account reads.
+    cluster = account.cluster
+    login = replace(
+        remote.login_for(account),
+        host=cluster.login_host,
+        port=cluster.login_port,
+        commands_only=False,
+    )
     gateway.mkdirs(login, job.job_dir)
     path = f"{job.job_dir}/gpu-990001.a100-1.jsonl"
     whole = lines(gpu_line(node="a100-1"), *(sample_line(10 * i, 10.0 * i) for i in range(1, 9)))

@@ -260,3 +260,9 @@ def test_a_job_over_its_time_shows_timeout(account):
     # Slurm checks time limits every 30 s: TIMEOUT comes up to ~30 s after the minute.
     _follow(job, timeout=150)
     assert job.state == JobState.TIMEOUT
+
+
+def test_slurm_says_where_and_when_a_script_would_start(account):
+    would = remote.test_only(account, "#!/bin/bash\n#SBATCH --time=5\n#SBATCH -p gpu-rtx\ntrue\n")
+    assert would.partition == "gpu-rtx"
+    assert would.nodes == ["rtx-1"]

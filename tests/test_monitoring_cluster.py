@@ -196,10 +196,14 @@ def test_a_job_over_its_time_limit_leaves_summaries(cluster):
     assert _sacct(cluster, job_id)[0] == "TIMEOUT"
 
 
-@pytest.fixture
-def account(cluster, seeded, user) -> ClusterAccount:
+@pytest.fixture(params=["login node", "automation node"])
+def account(request, cluster, seeded, user) -> ClusterAccount:
+    """The lab user's login, or the same through the automation node (the wrapper, no SFTP)."""
     call_command("register_devcluster", user.username, stdout=io.StringIO())
-    return ClusterAccount.objects.get(owner=user, cluster__slug="local")
+    account = ClusterAccount.objects.get(owner=user, cluster__slug="local")
+    account.through_automation_node = request.param == "automation node"
+    account.save(update_fields=["through_automation_node"])
+    return account
 
 
 def _poll_until(job: Job, done, timeout: float) -> Job:
