@@ -66,6 +66,8 @@ class ClusterAdmin(SimpleHistoryAdmin):
                 "fields": [
                     "login_host",
                     "login_port",
+                    "automation_host",
+                    "automation_port",
                     "host_key_fingerprint",
                     "host_key_link",
                     "import_link",

@@ -39,6 +39,9 @@ SECRET_KEY = env_str(
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+# The addresses the portal reaches clusters from, for the from= of the key lines users install
+# (e.g. "203.0.113.7,2001:db8::7"); empty: the lines name none.
+PORTAL_SSH_FROM = env_list("PORTAL_SSH_FROM")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

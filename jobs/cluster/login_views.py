@@ -1,5 +1,8 @@
 """Each user's login on each cluster: a key pair the portal makes, and a connection test."""
 
+from pathlib import Path
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -13,9 +16,22 @@ from jobs.cluster import keys, remote
 from jobs.cluster.errors import ClusterError
 from jobs.models import ClusterAccount
 
+WRAPPER = Path(settings.BASE_DIR) / "docker" / "cluster-side" / "portal-remote"
+
 
 def _clusters():
     return [c for c in Cluster.objects.order_by("name") if c.accepts_logins]
+
+
+def _key_line(account: ClusterAccount | None) -> str:
+    """The authorized_keys line for the account's key: through an automation node, the key runs
+    only the portal's wrapper."""
+    if account is None:
+        return ""
+    command = keys.WRAPPER_COMMAND if account.through_automation_node else ""
+    return keys.authorized_keys_line(
+        account.public_key, from_hosts=settings.PORTAL_SSH_FROM, command=command
+    )
 
 
 @login_required
@@ -26,13 +42,35 @@ def accounts(request: HttpRequest) -> HttpResponse:
         {
             "cluster": cluster,
             "account": mine.get(cluster.pk),
-            "authorized_keys": (
-                keys.authorized_keys_line(mine[cluster.pk].public_key) if cluster.pk in mine else ""
-            ),
+            "authorized_keys": _key_line(mine.get(cluster.pk)),
         }
         for cluster in _clusters()
     ]
     return render(request, "jobs/accounts.html", {"rows": rows})
+
+
+@login_required
+@require_POST
+def account_route(request: HttpRequest, pk: int) -> HttpResponse:
+    """Whether the login goes through the cluster's automation node, with the wrapper."""
+    account = get_object_or_404(ClusterAccount, pk=pk, owner=request.user)
+    account.through_automation_node = request.POST.get("through_automation_node") == "on"
+    account.tested_at, account.test_result = None, ""
+    account.save(update_fields=["through_automation_node", "tested_at", "test_result"])
+    where = "the automation node" if account.through_automation_node else "the login node"
+    messages.success(
+        request, f"{account} now goes through {where}: install its key line below, then test."
+    )
+    return redirect("jobs:accounts")
+
+
+@login_required
+@require_safe
+def wrapper(request: HttpRequest) -> HttpResponse:
+    """The wrapper a site's automation node runs as the key's forced command."""
+    response = HttpResponse(WRAPPER.read_bytes(), content_type="text/x-python")
+    response["Content-Disposition"] = 'attachment; filename="portal-remote"'
+    return response
 
 
 @login_required
