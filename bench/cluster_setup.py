@@ -38,18 +38,19 @@ def portal_with_local_cluster():
 
 
 class CountingCommands:
-    """Counts the commands the gateway runs, by wrapping its run()."""
+    """Counts the commands the gateway runs (run() and run_script() alike), by wrapping the
+    _run() both go through."""
 
     def __init__(self, gateway):
-        self.gateway, self.count, self._run = gateway, 0, gateway.run
+        self.gateway, self.count, self._run = gateway, 0, gateway._run
 
     def __enter__(self):
         def run(*args, **kwargs):
             self.count += 1
             return self._run(*args, **kwargs)
 
-        self.gateway.run = run
+        self.gateway._run = run
         return self
 
     def __exit__(self, *exc):
-        self.gateway.run = self._run
+        self.gateway._run = self._run

@@ -84,6 +84,13 @@ def test_poll_prints_one_cycle_per_size(tmp_path: Path, devcluster) -> None:
     assert len(lines_matching(cycle, out)) == 2
 
 
+def test_automation_node_prints_each_figure_both_ways(tmp_path: Path, devcluster) -> None:
+    out = run_bench(tmp_path, "automation_node.py", "3", "2", "1")
+    both = rf"login node +{NUMBER} ms, +\d+ commands; automation node +{NUMBER} ms, +\d+ commands"
+    for what in ("poll cycle", "submission", "read of 2 sample files"):
+        assert lines_matching(rf"{what} +{both}; ratio {NUMBER}", out), what
+
+
 def test_samples_prints_each_collection(tmp_path: Path, devcluster) -> None:
     out = run_bench(tmp_path, "samples.py", "3")
     collected = rf"[a-z0-9 ()]+? +{NUMBER} ms, 3 files, +{NUMBER} kB read, +(\d+) samples stored"
