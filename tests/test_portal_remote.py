@@ -42,7 +42,7 @@ FAKE_SLURM = '#!/bin/sh\nprintf "%s\\n" "$(basename "$0")" "TZ=${TZ:-}" "$@"\nca
 def fake_slurm(tmp_path: Path) -> Path:
     """FAKE sbatch, squeue, sacct, sinfo, scontrol and scancel that print what they were given.
     The real ones run behind the wrapper on the dev cluster's automation node, in the issue's
-    next part; mkdir, tail, stat, dd and find are the real coreutils and findutils here."""
+    next part; mkdir, tail and find are the real coreutils and findutils here."""
     folder = tmp_path / "fake-slurm"
     folder.mkdir()
     for name in SLURM:
@@ -60,6 +60,15 @@ def home(tmp_path: Path) -> Path:
 
 
 def wrapper(home: Path, command: str | None, fakes: Path | None = None, stdin: str = "", **env):
+    return _run(home, command, fakes, stdin, env, text=True)
+
+
+def wrapper_bytes(home: Path, command: str) -> subprocess.CompletedProcess:
+    """The wrapper's answer as bytes: portal-read frames bytes by their count."""
+    return _run(home, command, None, b"", {}, text=False)
+
+
+def _run(home, command, fakes, stdin, env, *, text: bool) -> subprocess.CompletedProcess:
     variables = {"HOME": str(home), "PATH": f"{fakes or '/nonexistent'}:/usr/bin:/bin", **env}
     if command is not None:
         variables["SSH_ORIGINAL_COMMAND"] = command
@@ -68,7 +77,7 @@ def wrapper(home: Path, command: str | None, fakes: Path | None = None, stdin: s
         env=variables,
         input=stdin,
         capture_output=True,
-        text=True,
+        text=text,
         cwd="/",
         check=False,
     )
@@ -147,19 +156,17 @@ def test_it_reads_the_tail_of_a_job_output(home, cap):
     assert result.stdout == "x" * (cap - 8) + "the end\n"
 
 
-def test_it_reads_a_file_size(home):
-    path = f"{JOB_DIR}/{file_name('4121', 'gpu-a100-1')}"
-    (home / path).write_text("12345")
-    result = wrapper(home, shlex.join(["stat", "-c", "%s", path]))
-    assert (result.returncode, result.stdout) == (0, "5\n")
-
-
-def test_it_reads_a_range_of_a_sample_file(home):
-    path = f"{JOB_DIR}/{file_name('4122_3', 'node-1.local')}"
-    (home / path).write_text("0123456789")
-    argv = ["dd", f"if={path}", "iflag=skip_bytes,count_bytes", "skip=3", "count=4"]
-    result = wrapper(home, shlex.join([*argv, "status=none"]))
-    assert (result.returncode, result.stdout, result.stderr) == (0, "3456", "")
+def test_it_reads_many_files_past_their_offsets_in_one_command(home):
+    grown = f"{JOB_DIR}/{file_name('4121', 'gpu-a100-1')}"
+    replaced = f"{JOB_DIR}/{file_name('4122_3', 'node-1.local')}"
+    (home / grown).write_bytes(b"0123456789")
+    (home / replaced).write_bytes(b"abc")
+    missing = f"{JOB_DIR}/gpu-9.n.jsonl"
+    argv = ["portal-read", "4", grown, "3", replaced, "7", missing, "0"]
+    result = wrapper_bytes(home, shlex.join(argv))
+    assert result.returncode == 0, result.stderr
+    # 4 bytes past 3; a file now shorter than its offset from 0 again; one that is not there.
+    assert result.stdout == b"3 4\n3456" + b"0 3\nabc" + b"- 0\n"
 
 
 def test_it_lists_a_job_folder_with_sizes(home):
@@ -212,6 +219,10 @@ NOT_THE_PORTALS = [
     "dd if=portal-jobs/a/x of=portal-jobs/a/y",
     "dd if=portal-jobs/a/x iflag=skip_bytes,count_bytes skip=3 count=4",
     "find portal-jobs/a -delete",
+    "portal-read 10 portal-jobs/a/x",
+    "portal-read ten portal-jobs/a/x 0",
+    "portal-read 10 portal-jobs/a/x -1",
+    "portal-read 10 portal-jobs/a 0",
     "find portal-jobs/a -mindepth 1 -maxdepth 1 -printf %p",
 ]
 
@@ -262,7 +273,7 @@ def test_it_refuses_a_link_out_of_the_jobs_root(home):
     (home / JOB_DIR / "slurm-1.out").symlink_to("/etc/passwd")
     (home / "portal-jobs" / "elsewhere").symlink_to("/etc")
     assert_refused(wrapper(home, shlex.join(["tail", "-c", "10", f"{JOB_DIR}/slurm-1.out"])))
-    assert_refused(wrapper(home, "stat -c %s portal-jobs/elsewhere/passwd"))
+    assert_refused(wrapper(home, "portal-read 10 portal-jobs/elsewhere/passwd 0"))
     assert_refused(wrapper(home, "mkdir -p portal-jobs/elsewhere"))
 
 

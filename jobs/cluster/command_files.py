@@ -1,6 +1,7 @@
 """The gateway's file reads where no SFTP is offered: a login through an automation node, whose
 key runs only the portal's wrapper (docker/cluster-side/portal-remote). Each read is one of the
-commands it allows: tail for a file's end, find for a folder, stat and dd for a byte range.
+commands it allows: tail for a file's end, find for a folder, and its own portal-read for what
+many files hold past their offsets, in one command.
 
 Like SftpFiles, this needs no paramiko: it runs commands through the gateway's `run`, with the
 same answers as the SFTP reads (b"" or {} for what is not there, offsets as read_from keeps them).
@@ -56,23 +57,22 @@ class CommandFiles:
     def read_many(
         self, login: Login, wanted: Sequence[tuple[str, int]], max_bytes: int
     ) -> list[tuple[bytes, int]]:
-        """read_many as over SFTP: a stat for each file, and a dd for each that grew."""
+        """read_many as over SFTP, in one portal-read: its answer is, for each file, a line
+        "<start> <length>" and that many bytes, or "- 0" when the file cannot be opened."""
         if max_bytes < 0 or any(offset < 0 for _, offset in wanted):
             raise ValueError("offsets and max_bytes must not be negative")
-        return [
-            self._read_from(login, user_path(path), offset, max_bytes) for path, offset in wanted
-        ]
-
-    def _read_from(self, login: Login, path: str, offset: int, max_bytes: int) -> tuple[bytes, int]:
-        sized = self._read(login, ["stat", "-c", "%s", path])
-        if sized is None or not sized.stdout.strip().isdigit():
-            return b"", offset
-        size = int(sized.stdout.strip())
-        start = offset if offset <= size else 0  # shorter than before: replaced, read anew
-        count = min(max_bytes, size - start)
-        if count <= 0:
-            return b"", start
-        argv = ["dd", f"if={path}", "iflag=skip_bytes,count_bytes", f"skip={start}"]
-        read = self._read(login, [*argv, f"count={count}", "status=none"])
-        data = read.raw_stdout if read else b""
-        return data, start + len(data)
+        if not wanted:
+            return []
+        pairs = [value for path, offset in wanted for value in (user_path(path), str(offset))]
+        result = self._read(login, ["portal-read", str(max_bytes), *pairs])
+        rest = result.raw_stdout if result else b""
+        read = []
+        for _, offset in wanted:
+            line, _, rest = rest.partition(b"\n")
+            start, _, length = line.partition(b" ")
+            if not (start.isdigit() and length.isdigit()):
+                read.append((b"", offset))  # not there (or no answer at all)
+                continue
+            data, rest = rest[: int(length)], rest[int(length) :]
+            read.append((data, int(start) + len(data)))
+        return read
