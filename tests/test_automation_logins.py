@@ -77,3 +77,10 @@ def test_the_wrapper_downloads_as_the_file_the_project_ships(user_client):
 def test_a_forced_command_cannot_break_out_of_its_quotes(command):
     with pytest.raises(ValueError, match="double quote or a line break"):
         keys.authorized_keys_line(keys.generate_keypair().public_line, command=command)
+
+
+def test_a_bad_portal_address_setting_leaves_the_line_without_from(user_client, account, settings):
+    settings.PORTAL_SSH_FROM = ["203.0.113.7; rm -rf ~"]
+    page = _page(user_client)
+    assert f"restrict {account.public_key}" in page
+    assert "rm -rf" not in page

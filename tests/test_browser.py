@@ -40,9 +40,10 @@ def browser():
         browser.close()
 
 
-def logged_in(browser, live_server, path: str, timeout_ms: int = 10_000):
-    """A page of its own browser context, logged in as alice (password alice-password) at path."""
-    context = browser.new_context(base_url=live_server.url)
+def logged_in(browser, live_server, path: str, timeout_ms: int = 10_000, viewport=None):
+    """A page of its own browser context, logged in as alice (password alice-password) at path;
+    `viewport`: {"width", "height"} of a screen other than Playwright's default."""
+    context = browser.new_context(base_url=live_server.url, viewport=viewport)
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
     page.goto(f"/accounts/login/?next={path}")

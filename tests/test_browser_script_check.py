@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from guidance.engine.script_check import Severity
 from tests.script_check_helpers import GOOD
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the module-wide Chromium)
+from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the module-wide Chromium)
 
 SCREENS = {"phone": (390, 844), "laptop": (1280, 800)}
 NO_ACCOUNT = GOOD.replace("#SBATCH --account=def-someuser\n", "")
@@ -23,19 +23,10 @@ def page(request, browser, live_server, transactional_db, django_user_model):  #
     call_command("seed_guidance", stdout=io.StringIO())
     django_user_model.objects.create_user("alice", password="alice-password")
     width, height = SCREENS[request.param]
-    context = browser.new_context(
-        base_url=live_server.url, viewport={"width": width, "height": height}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/accounts/login/?next=/jobs/check/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/jobs/check/")
-    page.screen = request.param
-    yield page
-    context.close()
+    screen = {"width": width, "height": height}
+    for page in logged_in(browser, live_server, "/jobs/check/", 15_000, screen):
+        page.screen = request.param
+        yield page
 
 
 def _check(page, script: str) -> None:

@@ -1,7 +1,6 @@
 """Submitting and following jobs on the real local Slurm cluster, through the real sshd: each
 through the ordinary login and through the automation node (the key forced through the portal's
-wrapper, no SFTP), but the tests of what only the ordinary login has (SFTP writes, free commands,
-its sshd's pid).
+wrapper, no SFTP), but the test that stops the ordinary login's sshd.
 
 Celery tasks run in-process here (`.apply()`): the same code a worker runs, one call at a time.
 """
@@ -14,6 +13,7 @@ import signal
 import subprocess
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.cluster.gateway import command_line, gateway
 from jobs.cluster.login import CommandResult
 from jobs.models import ClusterAccount, Job, JobState
+from jobs.slurm.squeue import parse_squeue, squeue_argv
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
 
@@ -169,11 +170,18 @@ def test_a_rejected_submission_shows_slurms_message(account, directive, slurm_sa
     assert job.script.endswith("true\n")  # what the user wrote is kept
 
 
-def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(login_account):
-    account = login_account
-    job = _job(account, "true")
+def _over_sftp(account: ClusterAccount):
+    """The account's login on the ordinary login node, whichever way the account goes: SFTP,
+    which the automation node does not offer, puts what a test needs in place."""
+    cluster = account.cluster
     login = remote.login_for(account)
-    gateway.write_file(login, job.job_dir, b"a file where the job's folder should be\n")
+    return replace(login, host=cluster.login_host, port=cluster.login_port, commands_only=False)
+
+
+def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(account):
+    job = _job(account, "true")
+    gateway.write_file(_over_sftp(account), job.job_dir, b"a file where the job's folder is\n")
+    remote.test_connection(account)  # the account's own connection, pooled
     opened = gateway.connections_opened
     job = _submit(job)
     assert job.state == JobState.SUBMIT_FAILED
@@ -204,8 +212,7 @@ def test_without_sbatch_on_the_path_the_submission_says_so(tmp_path):
     )
 
 
-def test_a_second_submission_finds_the_job_the_first_made(login_account):
-    account = login_account
+def test_a_second_submission_finds_the_job_the_first_made(account):
     # As if the worker died right after sbatch: the job is on the cluster, the database
     # does not know. The task, run again, must adopt it rather than submit again.
     job = _job(account, "sleep 5")
@@ -215,8 +222,8 @@ def test_a_second_submission_finds_the_job_the_first_made(login_account):
     job = _submit(job)
     assert job.slurm_id == first
     login = remote.login_for(account)
-    queue = gateway.run(login, ["squeue", "--noheader", "--user", login.username, "-o", "%k"])
-    assert queue.stdout.split().count(remote.tag(job)) == 1
+    queue = parse_squeue(gateway.run(login, squeue_argv(login.username)).stdout)
+    assert [row.comment for row in queue].count(remote.tag(job)) == 1
     remote.cancel(job)
 
 

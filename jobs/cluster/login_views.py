@@ -1,5 +1,6 @@
 """Each user's login on each cluster: a key pair the portal makes, and a connection test."""
 
+import logging
 from pathlib import Path
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from jobs.cluster import keys, remote
 from jobs.cluster.errors import ClusterError
 from jobs.models import ClusterAccount
 
+logger = logging.getLogger(__name__)
 WRAPPER = Path(settings.BASE_DIR) / "docker" / "cluster-side" / "portal-remote"
 
 
@@ -29,9 +31,13 @@ def _key_line(account: ClusterAccount | None) -> str:
     if account is None:
         return ""
     command = keys.WRAPPER_COMMAND if account.through_automation_node else ""
-    return keys.authorized_keys_line(
-        account.public_key, from_hosts=settings.PORTAL_SSH_FROM, command=command
-    )
+    try:
+        return keys.authorized_keys_line(
+            account.public_key, from_hosts=settings.PORTAL_SSH_FROM, command=command
+        )
+    except ValueError:
+        logger.error("PORTAL_SSH_FROM is not a list of addresses: key lines go without from=")
+        return keys.authorized_keys_line(account.public_key, command=command)
 
 
 @login_required
