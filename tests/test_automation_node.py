@@ -1,7 +1,8 @@
 """The wrapper under a real sshd: the dev cluster's automation node takes the test user's key only
 with restrict, from= and docker/cluster-side/portal-remote as its forced command, and no SFTP.
 What the portal sends runs against the real Slurm (submit with the script on standard input,
-squeue, sacct, scancel, the job folder's files); anything else, a terminal and SFTP are refused.
+squeue, sacct, scancel, the job folder's files, portal-read); anything else, a terminal and SFTP
+are refused.
 """
 
 import shlex
@@ -63,8 +64,8 @@ def test_the_job_folders_files_are_read_and_nothing_outside(devcluster, automati
         devcluster.ssh(f"printf 'line one\\nline two\\n' >{folder}/slurm-1.out")
         tail = automation(["tail", "-c", "9", f"{folder}/slurm-1.out"])
         assert (tail.returncode, tail.stdout) == (0, "line two\n")
-        size = automation(["stat", "-c", "%s", f"{folder}/slurm-1.out"])
-        assert size.stdout.strip() == "18"
+        past = automation(["portal-read", "100", f"{folder}/slurm-1.out", "9"])
+        assert (past.returncode, past.stdout) == (0, "9 9\nline two\n")
         outside = automation(["tail", "-c", "9", ".ssh/authorized_keys"])
         assert outside.returncode == REFUSED
     finally:

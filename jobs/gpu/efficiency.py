@@ -73,7 +73,9 @@ def gpu_uses(job: Job, target: float, since: datetime | None = None) -> list[Gpu
     """Each GPU's use from its samples after `since` (all of them when None): one query."""
     window = Q(samples__at__gt=since) if since else Q(samples__isnull=False)
     known = window & Q(samples__utilization__isnull=False)
-    devices = GpuDevice.objects.filter(job=job).annotate(
+    # Ordered here: a query with aggregates leaves Meta.ordering out.
+    in_order = GpuDevice.objects.filter(job=job).order_by("task_id", "node", "index")
+    devices = in_order.annotate(
         busy=Sum(F("samples__utilization") * F("samples__seconds"), filter=known),
         known_seconds=Sum("samples__seconds", filter=known),
         sampled_seconds=Sum("samples__seconds", filter=window),
