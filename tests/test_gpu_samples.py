@@ -5,7 +5,6 @@ import io
 import json
 import time
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,6 +20,7 @@ from jobs.gpu import sample_files, sample_store
 from jobs.gpu.sample_lines import parse
 from jobs.gpu.sample_store import Read
 from jobs.models import ClusterAccount, GpuDevice, GpuSample, Job, JobState, JobTask, SampleFile
+from tests.cluster_routes import ROUTES, over_sftp, take_route
 from tests.test_gpu_sample_lines import T0, gpu_line, lines, sample_line
 
 # -- storing ----------------------------------------------------------------------------------
@@ -230,15 +230,13 @@ def test_a_cluster_error_in_collect_does_not_break_the_poll(job, monkeypatch, ca
 # -- on the local cluster ---------------------------------------------------------------------
 
 
-@pytest.fixture(params=["login node", "automation node"])
+@pytest.fixture(params=ROUTES)
 def account(request, devcluster, seeded, user) -> ClusterAccount:
     """The lab user's login, or the same through the automation node: no SFTP, files read with
     the wrapper's commands."""
     call_command("register_devcluster", user.username, stdout=io.StringIO())
     account = ClusterAccount.objects.get(owner=user, cluster__slug="local")
-    account.through_automation_node = request.param == "automation node"
-    account.save(update_fields=["through_automation_node"])
-    return account
+    return take_route(account, request.param)
 
 
 def test_it_reads_a_growing_file_once(account) -> None:
@@ -248,13 +246,7 @@ def test_it_reads_a_growing_file_once(account) -> None:
         state=JobState.RUNNING, nodes="a100-1,a100-2",
     )  # fmt: skip
     # Written as the job would, over the ordinary login's SFTP; read as the account reads.
-    cluster = account.cluster
-    login = replace(
-        remote.login_for(account),
-        host=cluster.login_host,
-        port=cluster.login_port,
-        commands_only=False,
-    )
+    login = over_sftp(account)
     gateway.mkdirs(login, job.job_dir)
     path = f"{job.job_dir}/gpu-990001.a100-1.jsonl"
     whole = lines(gpu_line(node="a100-1"), *(sample_line(10 * i, 10.0 * i) for i in range(1, 9)))

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from jobs.cluster.gateway import command_line, gateway
 from jobs.cluster.login import CommandResult
 from jobs.models import ClusterAccount, Job, JobState
 from jobs.slurm.squeue import parse_squeue, squeue_argv
+from tests.cluster_routes import ROUTES, over_sftp, take_route
 
 LAB = Path(os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster"))
 
@@ -37,11 +37,9 @@ def login_account(devcluster, seeded, user) -> ClusterAccount:
     return ClusterAccount.objects.get(owner=user, cluster__slug="local")
 
 
-@pytest.fixture(params=["login node", "automation node"])
+@pytest.fixture(params=ROUTES)
 def account(request, login_account) -> ClusterAccount:
-    login_account.through_automation_node = request.param == "automation node"
-    login_account.save(update_fields=["through_automation_node"])
-    return login_account
+    return take_route(login_account, request.param)
 
 
 def _job(account: ClusterAccount, body: str, *directives: str) -> Job:
@@ -170,17 +168,9 @@ def test_a_rejected_submission_shows_slurms_message(account, directive, slurm_sa
     assert job.script.endswith("true\n")  # what the user wrote is kept
 
 
-def _over_sftp(account: ClusterAccount):
-    """The account's login on the ordinary login node, whichever way the account goes: SFTP,
-    which the automation node does not offer, puts what a test needs in place."""
-    cluster = account.cluster
-    login = remote.login_for(account)
-    return replace(login, host=cluster.login_host, port=cluster.login_port, commands_only=False)
-
-
 def test_a_job_folder_that_cannot_be_made_is_said_and_the_connection_lives_on(account):
     job = _job(account, "true")
-    gateway.write_file(_over_sftp(account), job.job_dir, b"a file where the job's folder is\n")
+    gateway.write_file(over_sftp(account), job.job_dir, b"a file where the job's folder is\n")
     remote.test_connection(account)  # the account's own connection, pooled
     opened = gateway.connections_opened
     job = _submit(job)

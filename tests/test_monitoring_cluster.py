@@ -26,6 +26,7 @@ from jobs.compose.script_spec import ScriptSpec
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState, SampleFile
 from jobs.script_markers import MONITORING_START
+from tests.cluster_routes import ROUTES, take_route
 
 FAKE_NVML = Path(__file__).resolve().parent / "fake_nvml" / "pynvml.py"
 FAKE_HOME_DIR = "portal-test-fake-nvml"  # in the test user's home
@@ -196,14 +197,12 @@ def test_a_job_over_its_time_limit_leaves_summaries(cluster):
     assert _sacct(cluster, job_id)[0] == "TIMEOUT"
 
 
-@pytest.fixture(params=["login node", "automation node"])
+@pytest.fixture(params=ROUTES)
 def account(request, cluster, seeded, user) -> ClusterAccount:
     """The lab user's login, or the same through the automation node (the wrapper, no SFTP)."""
     call_command("register_devcluster", user.username, stdout=io.StringIO())
     account = ClusterAccount.objects.get(owner=user, cluster__slug="local")
-    account.through_automation_node = request.param == "automation node"
-    account.save(update_fields=["through_automation_node"])
-    return account
+    return take_route(account, request.param)
 
 
 def _poll_until(job: Job, done, timeout: float) -> Job:

@@ -189,6 +189,7 @@ class Gateway(ConnectionPool[_Connection], SftpFiles):
     def __init__(self, *, nodelay: bool = True) -> None:
         super().__init__()
         self.nodelay = nodelay  # False only to measure what it saves (bench/gateway.py)
+        self._command_files = CommandFiles(self.run)  # reads where no SFTP is offered
 
     # -- connections ------------------------------------------------------------------------
 
@@ -399,19 +400,19 @@ class Gateway(ConnectionPool[_Connection], SftpFiles):
 
     def read_tail(self, login: Login, path: str, max_bytes: int) -> bytes:
         if login.commands_only:
-            return CommandFiles(self.run).read_tail(login, path, max_bytes)
+            return self._command_files.read_tail(login, path, max_bytes)
         return super().read_tail(login, path, max_bytes)
 
     def list_dir(self, login: Login, path: str) -> dict[str, int]:
         if login.commands_only:
-            return CommandFiles(self.run).list_dir(login, path)
+            return self._command_files.list_dir(login, path)
         return super().list_dir(login, path)
 
     def read_many(
         self, login: Login, wanted: Sequence[tuple[str, int]], max_bytes: int
     ) -> list[tuple[bytes, int]]:
         if login.commands_only:
-            return CommandFiles(self.run).read_many(login, wanted, max_bytes)
+            return self._command_files.read_many(login, wanted, max_bytes)
         return super().read_many(login, wanted, max_bytes)
 
     def _sftp[T](self, login: Login, what: str, path: str, work: Callable[[SftpSession], T]) -> T:

@@ -28,7 +28,7 @@ from guidance.engine.script_check.sbatch_lines import (
 from guidance.engine.script_check.shares import check_shares
 from guidance.engine.script_check.time_limits import check_checkpoints, check_time
 from guidance.engine.script_check.training_data import check_training_data
-from guidance.engine.types import Cluster, Note, Scheduler
+from guidance.engine.types import Cluster, Scheduler
 
 # Nobody writes a 200 kB job script; the cap keeps the page fast whatever is pasted.
 MAX_CHARS = 200_000
@@ -65,7 +65,7 @@ def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
     truncated = len(text) > MAX_CHARS
     text = text[:MAX_CHARS]
     script = parse_script(text)
-    notes: list[Note] = []
+    notes: list[Finding] = []
     if truncated:
         notes.append(
             Finding(
@@ -96,10 +96,10 @@ def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
     return _finished(text, notes, script, truncated)
 
 
-def _finished(text: str, notes: list[Note], script: Script, truncated: bool) -> ScriptCheck:
+def _finished(text: str, notes: list[Finding], script: Script, truncated: bool) -> ScriptCheck:
     findings = tuple(
         sorted(
-            (n if isinstance(n, Finding) else Finding(**vars(n)) for n in notes),
+            notes,
             key=lambda f: (f.severity.rank, f.lines[:1] or (0,)),
         )
     )
@@ -112,7 +112,7 @@ def _finished(text: str, notes: list[Note], script: Script, truncated: bool) -> 
     return ScriptCheck(findings, script.directives, truncated, fixed if diff else None, diff)
 
 
-def _check_shape(text: str, script: Script, notes: list[Note]) -> bool:
+def _check_shape(text: str, script: Script, notes: list[Finding]) -> bool:
     """Whether sbatch would take the text as a batch script at all; False: nothing else to say."""
     if "\x00" in text:
         notes.append(

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from guidance.engine.archives import ARCHIVE_FORMATS
 from guidance.engine.script_check.parse import Script
-from guidance.engine.script_check.paths import Place, place_of
+from guidance.engine.script_check.paths import Place, fixed_prefix, place_of
 from guidance.engine.script_check.shell_lines import ASSIGNMENT, Shell, simple_commands
 
 # A training program: its name contains one of these (train.py, ./pretrain_lm, finetune.py,
@@ -83,8 +83,7 @@ def read_commands(script: Script, places: list[Place]) -> Reading:
     reading = Reading()
     cwd_local = ""
     loops = 0  # a run started in the background inside a loop is several runs
-    lines = script.command_lines or (0,) * len(script.commands)
-    for number, line in zip(lines, script.commands, strict=False):
+    for number, line in script.numbered_commands():
         for command in simple_commands(line):
             shell.assign(command)
             first = command.words[0]
@@ -160,7 +159,7 @@ def _seen_from_outside(words: list[str]) -> list[str]:
 
 def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> None:
     """A copy or an unpacking: where to, and from which network place."""
-    targets = [_fixed_part(t) for w in words[1:] for t in _local_targets(w, places)]
+    targets = [fixed_prefix(t) or t for w in words[1:] for t in _local_targets(w, places)]
     if cwd_local and not targets:
         targets = [cwd_local]
     if not targets:
@@ -171,18 +170,6 @@ def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Rea
         place = place_of(word, places)
         if place and not place.local:
             reading.sources.append(place)
-
-
-def _fixed_part(path: str) -> str:
-    """The path up to its first part the script fills in at run time: $SCRATCH/$1/x ->
-    $SCRATCH (a function's argument, a loop's variable)."""
-    first, *rest = path.split("/")
-    kept = [first]
-    for part in rest:
-        if "$" in part:
-            break
-        kept.append(part)
-    return "/".join(kept)
 
 
 def _local_targets(word: str, places: list[Place]) -> list[str]:

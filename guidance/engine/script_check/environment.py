@@ -2,7 +2,6 @@
 access to it, virtualenv rather than Anaconda, and a virtualenv built on the node itself."""
 
 import re
-from collections.abc import Iterator
 
 from guidance.engine.script_check.findings import Edit, Finding, Severity
 from guidance.engine.script_check.parse import Script
@@ -40,10 +39,6 @@ ANACONDA = re.compile(
 VENV = re.compile(r"\b(virtualenv|venv|uv\s+venv)\b")
 
 
-def _lines(script: Script) -> Iterator[tuple[int, str]]:
-    yield from zip(script.command_lines, script.commands, strict=False)
-
-
 def check_environment(script: Script, cluster: Cluster, places: list[Place], notes: list) -> None:
     _check_internet(script, cluster, notes)
     _check_anaconda(script, cluster, notes)
@@ -55,7 +50,7 @@ def _check_internet(script: Script, cluster: Cluster, notes: list) -> None:
     if rule is None:
         return
     pip_lines, edits, others = [], [], []
-    for number, line in _lines(script):
+    for number, line in script.numbered_commands():
         if PIP_INSTALL.search(line) and "--no-index" not in line:
             pip_lines.append(number)
             written = script.line(number)
@@ -109,7 +104,7 @@ def _check_anaconda(script: Script, cluster: Cluster, notes: list) -> None:
     rule = cluster.rule(Rule.AVOID_ANACONDA)
     if rule is None:
         return
-    lines = tuple(n for n, line in _lines(script) if ANACONDA.search(line))
+    lines = tuple(n for n, line in script.numbered_commands() if ANACONDA.search(line))
     if not lines:
         return
     notes.append(
@@ -134,7 +129,7 @@ def _check_venv_place(script: Script, cluster: Cluster, places: list[Place], not
     if rule is None:
         return
     shell = Shell()
-    for number, line in _lines(script):
+    for number, line in script.numbered_commands():
         for command in simple_commands(line):
             shell.assign(command)
             words = [shell.expand(w) for w in command.words]

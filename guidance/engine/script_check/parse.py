@@ -58,10 +58,18 @@ class Script:
     def line(self, number: int) -> str:
         return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
 
+    def given(self, *names: str) -> Directive | None:
+        """The option sbatch uses: the last one given under any of the names."""
+        return next((d for d in reversed(self.directives) if d.option in names), None)
+
     def option(self, *names: str) -> str | None:
-        """The value sbatch uses: the last one given under any of the names."""
-        found = [d for d in self.directives if d.option in names]
-        return found[-1].value if found else None
+        """The value sbatch uses."""
+        found = self.given(*names)
+        return found.value if found else None
+
+    def numbered_commands(self) -> Iterator[tuple[int, str]]:
+        """Each command with the number of its first line."""
+        yield from zip(self.command_lines, self.commands, strict=False)
 
     def has(self, *names: str) -> bool:
         return any(d.option in names for d in self.directives)
@@ -332,9 +340,10 @@ def parse_time_limit(value: str) -> float | None:
     return seconds if math.isinf(seconds) else math.ceil(seconds / 60)
 
 
-def read_count(value: str) -> int | None:
-    match = re.match(r"[0-9]{1,6}", value)
-    return int(match.group()) if match else None
+def read_count(value: str | None, default: int | None = None) -> int | None:
+    """The count a value starts with ("2-4": 2), `default` when it starts with none."""
+    match = re.match(r"[0-9]{1,6}", value or "")
+    return int(match.group()) if match else default
 
 
 def gpu_request(value: str) -> tuple[str | None, int | None]:

@@ -60,9 +60,10 @@ class Place:
     alias: bool
 
 
-def _tier_prefix(path: str) -> str | None:
-    """The fixed start of a tier's path: /scratch/$USER -> /scratch, $HOME/projects/def-$X ->
-    $HOME/projects; a leading variable such as $SLURM_TMPDIR stays."""
+def fixed_prefix(path: str) -> str | None:
+    """The fixed start of a path, up to its first part that is filled in at run time:
+    /scratch/$USER -> /scratch, $HOME/projects/def-$X -> $HOME/projects, $SCRATCH/$1/x ->
+    $SCRATCH; a leading variable such as $SLURM_TMPDIR stays."""
     parts = normal_path(path.strip()).split("/")
     kept = parts[:1]
     for part in parts[1:]:
@@ -77,7 +78,7 @@ def storage_places(cluster: Cluster) -> list[Place]:
     places = []
     for tier in cluster.storage_tiers:
         local = tier.kind in LOCAL_KINDS
-        prefix = _tier_prefix(tier.path)
+        prefix = fixed_prefix(tier.path)
         if prefix:
             places.append(Place(prefix, local, tier, alias=False))
         if tier.kind in NETWORK_KINDS:
@@ -86,7 +87,7 @@ def storage_places(cluster: Cluster) -> list[Place]:
     # $SCRATCH is /processing/$USER on the processing cluster's nodes.
     for name, value in cluster.environment.variables:
         tier = next((p.tier for p in places if p.prefix == f"${name}" and p.tier), None)
-        if tier is not None and (prefix := _tier_prefix(value)):
+        if tier is not None and (prefix := fixed_prefix(value)):
             places.append(Place(prefix, tier.kind in LOCAL_KINDS, tier, alias=False))
     places += [Place(p, True, None, alias=True) for p in ALWAYS_LOCAL]
     known = {p.prefix for p in places}

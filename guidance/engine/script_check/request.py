@@ -9,7 +9,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from guidance.engine.script_check.parse import Directive, Script, gpu_request, gres_gpus
+from guidance.engine.script_check.parse import (
+    Directive,
+    Script,
+    gpu_request,
+    gres_gpus,
+    read_count,
+)
 from guidance.engine.types import Cluster, Partition
 
 GPU_OPTIONS = ("gres", "gpus", "gpus-per-node", "gpus-per-task")
@@ -25,11 +31,6 @@ def size_mb(value: str) -> float | None:
     if not match:
         return None
     return int(match.group(1)) * MB_PER_UNIT[match.group(2).upper()]
-
-
-def _count(value: str | None, default: int = 1) -> int:
-    match = re.match(r"\d+", value or "")
-    return int(match.group()) if match else default
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,14 @@ class Request:
 
 
 def read_request(script: Script) -> Request:
-    nodes = _count(script.option("nodes"))  # "2-4": at least 2
+    nodes = read_count(script.option("nodes"), 1)  # "2-4": at least 2
     per_node = script.option("ntasks-per-node", "tasks-per-node")
     tasks = script.option("ntasks")
-    tasks_per_node = (
-        _count(per_node) if per_node else math.ceil(_count(tasks) / nodes) if tasks else 1
-    )
+    tasks_per_node = 1
+    if per_node:
+        tasks_per_node = read_count(per_node, 1)
+    elif tasks:
+        tasks_per_node = math.ceil(read_count(tasks, 1) / nodes)
     requests = tuple(d for d in script.directives if d.option in GPU_OPTIONS and _is_gpu(d))
     gpus, kind = 0, None
     if requests:
@@ -70,10 +73,10 @@ def read_request(script: Script) -> Request:
     cpus_per_gpu = script.option("cpus-per-gpu")
     cpus_per_task = script.option("cpus-per-task")
     if cpus_per_gpu and gpus:
-        cpus = _count(cpus_per_gpu) * gpus
+        cpus = read_count(cpus_per_gpu, 1) * gpus
     else:
-        cpus = _count(cpus_per_task) * tasks_per_node
-    memory = next((d for d in reversed(script.directives) if d.option in MEMORY_OPTIONS), None)
+        cpus = read_count(cpus_per_task, 1) * tasks_per_node
+    memory = script.given(*MEMORY_OPTIONS)
     return Request(
         nodes=nodes,
         tasks_per_node=tasks_per_node,

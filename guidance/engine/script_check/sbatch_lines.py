@@ -62,11 +62,7 @@ def _fix_edit(script: Script, refused: Refused) -> tuple[Edit, ...]:
 def check_array_variables(script: Script, notes: list) -> None:
     if script.has("array"):
         return
-    lines = tuple(
-        n
-        for n, line in zip(script.command_lines, script.commands, strict=False)
-        if ARRAY_VARIABLE.search(line)
-    )
+    lines = tuple(n for n, line in script.numbered_commands() if ARRAY_VARIABLE.search(line))
     if not lines:
         return
     notes.append(

@@ -19,8 +19,8 @@ TAR_PROGRESS = re.compile(r"--checkpoint(-action)?(=\S*)?")
 def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | None:
     """The job's time limit in minutes, when the script gives a valid one."""
     value = script.option("time")
-    given = [d for d in script.directives if d.option == "time"]
-    lines = (given[-1].line,) if given else ()
+    given = script.given("time")
+    lines = (given.line,) if given else ()
     if value is None and any("time" in r.meant for r in script.refused):
         return None  # the refused option's finding says what to write
     if value is None:
@@ -103,7 +103,7 @@ def check_checkpoints(
     )
     if signs:
         return
-    given = [d for d in script.directives if d.option == "time"]
+    given = script.given("time")
     notes.append(
         Finding(
             "long_without_checkpoints",
@@ -113,7 +113,7 @@ def check_checkpoints(
             rule.source,
             "time",
             severity=Severity.ADVICE,
-            lines=(given[-1].line,) if given else (),
+            lines=(given.line,) if given else (),
             fix="Save checkpoints, resume from the latest one, and run "
             f"{describe_hours(chunk)} jobs as a chain (#SBATCH --array=1-N%1); shorter jobs also "
             "start sooner. If the program already resumes by itself, this is fine.",
