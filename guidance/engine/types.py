@@ -219,6 +219,17 @@ class SiteRule:
 
 
 @dataclass(frozen=True)
+class CodeRule:
+    """An admin's setting of one training-code rule (guidance.engine.code_check.catalogue) on a
+    cluster: switched off, reworded, or citing the site's own source."""
+
+    rule: str  # a key of the catalogue
+    enabled: bool = True
+    wording: str = ""  # replaces the rule's message; "" keeps it
+    source: Source | None = None  # None keeps the rule's own
+
+
+@dataclass(frozen=True)
 class Cluster:
     slug: str
     name: str
@@ -229,6 +240,7 @@ class Cluster:
     policy: Policy = field(default_factory=Policy)
     environment: JobEnvironment = field(default_factory=JobEnvironment)
     rules: tuple[SiteRule, ...] = ()
+    code_rules: tuple[CodeRule, ...] = ()
 
     def rule(self, rule: Rule) -> SiteRule | None:
         """The site's statement of the rule, None where its guidance does not state it."""
