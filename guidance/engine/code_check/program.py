@@ -1,0 +1,206 @@
+"""One file of the user's program, parsed once with Python's own parser and indexed in one pass:
+every node's parent, the nodes by type, the imports resolved to qualified names, the calls by
+qualified name and by their last name, and the source text of any node. Never runs or imports
+the code: `ast.parse` only reads it."""
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+
+# Nodes that open a scope of their own for names assigned inside them.
+SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+class NotPython(Exception):
+    """The text does not parse: `line` is the syntax error's, None where there is none."""
+
+    def __init__(self, reason: str, line: int | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+@dataclass
+class Program:
+    name: str
+    text: str
+    tree: ast.Module
+    lines: list[str]  # split on "\n" only, as the parser counts lines
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    by_type: dict[type, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
+    aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    star_modules: list[str] = field(default_factory=list)  # `from m import *`, in order
+    calls: list[ast.Call] = field(default_factory=list)
+    calls_by_name: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
+    calls_by_attr: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
+
+    # --- where nodes are ---------------------------------------------------------------
+
+    def column(self, node: ast.AST) -> int:
+        """The node's column from 1, in characters (the parser counts UTF-8 bytes)."""
+        return self._chars(node.lineno, node.col_offset) + 1
+
+    def _chars(self, line: int, byte_offset: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_offset
+        return len(text.encode()[:byte_offset].decode(errors="ignore"))
+
+    def position(self, line: int, byte_offset: int) -> tuple[int, int]:
+        """(line, character column from 0) of a parser position."""
+        return line, self._chars(line, byte_offset)
+
+    def start(self, node: ast.AST) -> tuple[int, int]:
+        return self.position(node.lineno, node.col_offset)
+
+    def end(self, node: ast.AST) -> tuple[int, int]:
+        return self.position(node.end_lineno, node.end_col_offset)
+
+    def segment(self, node: ast.AST) -> str:
+        """The node's own source text."""
+        (line, col), (end_line, end_col) = self.start(node), self.end(node)
+        if line == end_line:
+            return self.lines[line - 1][col:end_col]
+        parts = [self.lines[line - 1][col:], *self.lines[line : end_line - 1]]
+        return "\n".join([*parts, self.lines[end_line - 1][:end_col]])
+
+    def line_text(self, first: int, last: int) -> str:
+        """Whole lines `first`..`last` (from 1), as written."""
+        return "\n".join(self.lines[first - 1 : last])
+
+    def indent(self, line: int) -> str:
+        text = self.lines[line - 1]
+        return text[: len(text) - len(text.lstrip())]
+
+    # --- what nodes are ----------------------------------------------------------------
+
+    def qualname(self, node: ast.AST | None) -> str | None:
+        """`nn.Conv2d` -> "torch.nn.Conv2d" through the file's imports; a dotted name the
+        imports do not explain stays as written; None for anything but names and attributes.
+        Iterative: a 2,000-attribute chain is as cheap as a short one."""
+        attrs: list[str] = []
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.aliases.get(node.id)
+        if base is None:
+            base = self._star_name(node.id) or node.id
+        return ".".join([base, *reversed(attrs)])
+
+    def _star_name(self, name: str) -> str | None:
+        # `from torch.nn import *`: a name the file does not bind itself comes from there.
+        if not self.star_modules or name in self.assigned_names:
+            return None
+        return f"{self.star_modules[-1]}.{name}"
+
+    @cached_property
+    def assigned_names(self) -> frozenset[str]:
+        names = {n.id for n in self.by_type[ast.Name] if isinstance(n.ctx, ast.Store)}
+        names.update(n.name for t in (ast.FunctionDef, ast.ClassDef) for n in self.by_type[t])
+        return frozenset(names)
+
+    def calls_named(self, *qualnames: str) -> list[ast.Call]:
+        return [c for q in qualnames for c in self.calls_by_name.get(q, ())]
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The function, lambda, class or module whose names the node sees first."""
+        parent = self.parents.get(node)
+        while parent is not None and not isinstance(parent, SCOPES):
+            parent = self.parents.get(parent)
+        return parent if parent is not None else self.tree
+
+    def function_of(self, node: ast.AST) -> ast.AST:
+        """The function (or the module) the node runs in: classes are looked through."""
+        scope = self.scope_of(node)
+        while isinstance(scope, ast.ClassDef):
+            scope = self.scope_of(scope)
+        return scope
+
+    def statement_of(self, node: ast.AST) -> ast.stmt:
+        while not isinstance(node, ast.stmt) and node in self.parents:
+            node = self.parents[node]
+        return node  # type: ignore[return-value]
+
+    def ancestors(self, node: ast.AST):
+        parent = self.parents.get(node)
+        while parent is not None:
+            yield parent
+            parent = self.parents.get(parent)
+
+    def walk_scope(self, scope: ast.AST):
+        """Every node of a scope's body, without going into nested functions or classes (their
+        decorators and defaults run in this scope, so they are included)."""
+        stack = list(ast.iter_child_nodes(scope))
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, SCOPES):
+                stack.extend(_outer_parts(node))
+            else:
+                stack.extend(ast.iter_child_nodes(node))
+
+
+def _outer_parts(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.Lambda):
+        return [*node.args.defaults, *filter(None, node.args.kw_defaults)]
+    parts: list[ast.AST] = list(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return [*parts, *node.bases, *node.keywords]
+    return [*parts, *node.args.defaults, *filter(None, node.args.kw_defaults)]
+
+
+def parse_program(name: str, text: str) -> Program:
+    """The file parsed and indexed; NotPython where the parser refuses it."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        tree = ast.parse(text, filename=name)
+    except SyntaxError as error:
+        reason = (error.msg or "invalid syntax").rstrip(".")
+        raise NotPython(reason, error.lineno) from None
+    except (RecursionError, MemoryError):
+        raise NotPython("too deeply nested for Python's parser") from None
+    except ValueError as error:  # e.g. a NUL character in the source
+        raise NotPython(str(error)) from None
+    program = Program(name, text, tree, text.split("\n"))
+    _index(program)
+    return program
+
+
+def _index(program: Program) -> None:
+    parents, by_type = program.parents, program.by_type
+    stack: list[ast.AST] = [program.tree]
+    while stack:
+        node = stack.pop()
+        by_type[type(node)].append(node)
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+            stack.append(child)
+    for node in by_type[ast.Import]:
+        for alias in node.names:
+            if alias.asname:
+                program.aliases[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                program.aliases[top] = top
+    for node in by_type[ast.ImportFrom]:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                program.star_modules.append(module)
+            else:
+                program.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+    calls = sorted(by_type[ast.Call], key=lambda c: (c.lineno, c.col_offset))
+    program.calls = calls
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            program.calls_by_attr[func.attr].append(call)
+        elif isinstance(func, ast.Name):
+            program.calls_by_attr[func.id].append(call)
+        qualname = program.qualname(func)
+        if qualname:
+            program.calls_by_name[qualname].append(call)

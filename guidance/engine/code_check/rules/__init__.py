@@ -1,0 +1,25 @@
+"""Every rule's function, grouped by subject. A located rule reads one file
+(`rule(project, program, values)`); a program-wide rule reads the whole program once
+(`rule(project)`). A new rule is one function here, its catalogue entry, and its tests."""
+
+from guidance.engine.code_check.rules.debugging import check_data_parallel, check_debug_apis
+from guidance.engine.code_check.rules.loading import (
+    check_batch_size,
+    check_hf_dataloader,
+    check_num_workers,
+    check_persistent_workers,
+    check_pin_memory,
+    check_prefetch_factor,
+)
+
+LOCATED = (
+    check_num_workers,
+    check_pin_memory,
+    check_persistent_workers,
+    check_prefetch_factor,
+    check_batch_size,
+    check_hf_dataloader,
+    check_data_parallel,
+    check_debug_apis,
+)
+PROGRAM_WIDE = ()

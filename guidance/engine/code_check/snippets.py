@@ -1,0 +1,179 @@
+"""Before/after snippets in the program's own text: the original lines, and the same lines with a
+keyword replaced or added (one per line where the call is laid out that way), a line inserted, a
+decorator or a `with` block added. Positions are (line from 1, character column from 0)."""
+
+import ast
+from dataclasses import dataclass
+
+from guidance.engine.code_check.program import Program
+
+Position = tuple[int, int]
+_WRAP_LIMIT = 40  # lines: a longer block is not rewritten, the fix says it in words
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: Position
+    end: Position
+    text: str
+
+
+@dataclass(frozen=True)
+class Snippet:
+    before: str
+    after: str
+
+
+def apply(program: Program, first: int, last: int, edits: list[Edit]) -> Snippet:
+    """Lines first..last as written, and with the edits made (positions inside those lines)."""
+    before = program.line_text(first, last)
+    offsets = [0]
+    for line in program.lines[first - 1 : last]:
+        offsets.append(offsets[-1] + len(line) + 1)
+
+    def offset(position: Position) -> int:
+        line, column = position
+        return offsets[line - first] + column
+
+    after = before
+    for edit in sorted(edits, key=lambda e: offset(e.start), reverse=True):
+        after = after[: offset(edit.start)] + edit.text + after[offset(edit.end) :]
+    return Snippet(before, after)
+
+
+def statement_lines(program: Program, node: ast.AST) -> tuple[int, int]:
+    """The lines of the statement holding the node; of a compound statement (`for`, `with`,
+    `def`), only its header, down to the node's last line."""
+    statement = program.statement_of(node)
+    first = min(statement.lineno, node.lineno)
+    if hasattr(statement, "body"):
+        return first, node.end_lineno or node.lineno
+    return first, max(statement.end_lineno or statement.lineno, node.end_lineno or node.lineno)
+
+
+def keyword_edits(program: Program, call: ast.Call, changes: dict[str, str]) -> list[Edit]:
+    """Edits that give the call's keywords these values: a keyword it has is replaced in place,
+    a missing one added after its last argument (on a line of its own where the arguments are
+    one per line). Positional arguments are left alone."""
+    edits: list[Edit] = []
+    missing: list[str] = []
+    for name, text in changes.items():
+        keyword = next((k for k in call.keywords if k.arg == name), None)
+        if keyword is None:
+            missing.append(f"{name}={text}")
+        else:
+            edits.append(Edit(program.start(keyword.value), program.end(keyword.value), text))
+    if not missing:
+        return edits
+    arguments = [*call.args, *call.keywords]
+    if not arguments:
+        end_line, end_col = program.end(call)
+        return [*edits, Edit((end_line, end_col - 1), (end_line, end_col - 1), ", ".join(missing))]
+    last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))
+    last_start = program.start(last)
+    position = program.end(last)
+    line_before = program.lines[last_start[0] - 1][: last_start[1]]
+    on_own_line = call.lineno != last.lineno and not line_before.strip()
+    if on_own_line:
+        text = "".join(f",\n{line_before}{k}" for k in missing)
+    else:
+        text = "".join(f", {k}" for k in missing)
+    return [*edits, Edit(position, position, text)]
+
+
+def set_keywords(program: Program, call: ast.Call, changes: dict[str, str]) -> Snippet:
+    first, last = statement_lines(program, call)
+    return apply(program, first, last, keyword_edits(program, call, changes))
+
+
+def insert_lines(program: Program, at: ast.stmt, lines: list[str], after: bool) -> Snippet:
+    """New lines put before (or after) a statement, at its indentation."""
+    first, last = at.lineno, at.end_lineno or at.lineno
+    indent = program.indent(first)
+    new = "\n".join(indent + line for line in lines)
+    before = program.line_text(first, last)
+    return Snippet(before, f"{before}\n{new}" if after else f"{new}\n{before}")
+
+
+def add_decorator(program: Program, function: ast.FunctionDef, decorator: str) -> Snippet:
+    """`@decorator` above a function's other decorators, or its def line."""
+    first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
+    def_line = function.lineno
+    before = program.line_text(first, def_line)
+    return Snippet(before, f"{program.indent(def_line)}@{decorator}\n{before}")
+
+
+def wrap_in_with(program: Program, head: ast.stmt, body: list[ast.stmt], header: str) -> Snippet:
+    """`head` as it is, then the statements of `body` (those that follow it in its block)
+    inside `with header:`. No mechanical after where the block is long or holds a string
+    that spans lines (indenting it would change the string)."""
+    if not body:
+        return Snippet(program.line_text(head.lineno, head.end_lineno or head.lineno), "")
+    first, last = head.lineno, body[-1].end_lineno or body[-1].lineno
+    before = program.line_text(first, last)
+    if last - body[0].lineno > _WRAP_LIMIT or _has_multiline_string(program, body):
+        return Snippet(before, "")
+    indent = program.indent(body[0].lineno)
+    head_text = program.line_text(first, head.end_lineno or head.lineno)
+    rest = [
+        ("    " + line) if line.strip() else line
+        for line in program.lines[(head.end_lineno or head.lineno) : last]
+    ]
+    return Snippet(before, "\n".join([head_text, f"{indent}with {header}:", *rest]))
+
+
+def _has_multiline_string(program: Program, body: list[ast.stmt]) -> bool:
+    for statement in body:
+        for node in ast.walk(statement):
+            spans = isinstance(node, ast.expr) and node.lineno != node.end_lineno
+            text = isinstance(node, ast.JoinedStr) or (
+                isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
+            )
+            if spans and text:
+                return True
+    return False
+
+
+def short_call(program: Program, call: ast.Call) -> str:
+    """`train_loader = DataLoader(train_set, ...)`: the call as a reader recognises it."""
+    func = program.segment(call.func)
+    if len(func) > 60:
+        func = func[:57] + "..."
+    first = program.segment(call.args[0]) if call.args else ""
+    if len(first) > 30 or "\n" in first:
+        first = "..."
+    rest = len(call.args) + len(call.keywords) > (1 if call.args else 0)
+    inside = ", ".join(filter(None, [first, "..." if rest else ""]))
+    text = f"{func}({inside})"
+    parent = program.parents.get(call)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        target = program.segment(parent.targets[0])
+        if len(target) <= 40 and "\n" not in target:
+            text = f"{target} = {text}"
+    return text
+
+
+def torch_name(program: Program) -> str:
+    """What the file calls the torch module (`torch`, or its alias)."""
+    for local, qualname in program.aliases.items():
+        if qualname == "torch":
+            return local
+    return "torch"
+
+
+def set_arguments(
+    program: Program, call: ast.Call, changes: dict[str, str], positions: dict[str, int]
+) -> Snippet:
+    """Like set_keywords, where an argument given by position is replaced at its position."""
+    edits: list[Edit] = []
+    by_keyword: dict[str, str] = {}
+    for name, text in changes.items():
+        index = positions.get(name)
+        given = not any(k.arg == name for k in call.keywords)
+        if index is not None and given and index < len(call.args):
+            arg = call.args[index]
+            edits.append(Edit(program.start(arg), program.end(arg), text))
+        else:
+            by_keyword[name] = text
+    first, last = statement_lines(program, call)
+    return apply(program, first, last, [*edits, *keyword_edits(program, call, by_keyword)])

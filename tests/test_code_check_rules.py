@@ -1,0 +1,513 @@
+"""The training-code checker's rules, one program that must be flagged and one that must not for
+each, the framework and not-knowable cases, and the check's promises: limits, unreadable files,
+order, the cluster's settings, what was measured, and that the user's code is never run. Pure:
+an engine Cluster, no database."""
+
+from textwrap import dedent
+
+import pytest
+
+from guidance.engine import Cluster, Policy
+from guidance.engine.code_check import Impact, Kind, Measured, check_code
+from guidance.engine.sources import Source
+from guidance.engine.types import CodeRule
+
+DGX = Cluster(slug="dgx", name="DGX", policy=Policy(cpus_per_gpu=16))
+# What makes a program train, for the rules that speak only about programs that do.
+TRAINS = """
+for x, y in train_loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def text(source: str) -> str:
+    """The source with its indentation as written in the test removed (TRAINS is flush left)."""
+    if source.endswith(TRAINS):
+        return dedent(source[: -len(TRAINS)]) + TRAINS
+    return dedent(source)
+
+
+def check(source: str, cluster: Cluster = DGX, **options):
+    return check_code({"train.py": text(source)}, cluster, **options)
+
+
+def found(result, rule: str):
+    return [f for f in result.findings if f.rule == rule]
+
+
+def one(result, rule: str):
+    matches = found(result, rule)
+    assert len(matches) == 1, [(f.rule, f.line, f.message) for f in result.findings]
+    return matches[0]
+
+
+# --- DataLoader: num_workers ------------------------------------------------------------------
+
+
+def test_it_flags_a_dataloader_without_workers_and_gives_the_documents_loader():
+    result = check(
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        train_loader = DataLoader(train_set, batch_size=64, shuffle=True)
+        """
+        + TRAINS
+    )
+    finding = one(result, "dataloader_num_workers")
+    assert (finding.kind, finding.impact, finding.line, finding.column) == (
+        Kind.CHANGE,
+        Impact.HIGH,
+        4,
+        16,
+    )
+    assert "`train_loader = DataLoader(train_set, ...)`" in finding.message
+    assert finding.before == "train_loader = DataLoader(train_set, batch_size=64, shuffle=True)"
+    assert finding.after == (
+        "train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=16, "
+        "pin_memory=True, persistent_workers=True, prefetch_factor=4)"
+    )
+    assert finding.source.section.endswith("torch.utils.data.DataLoader")
+
+
+def test_it_flags_num_workers_zero_and_keeps_one_argument_per_line():
+    result = check(
+        """\
+        import torch
+
+        loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_size=32,
+            num_workers=0,
+            pin_memory=True,
+        )
+        """
+        + TRAINS
+    )
+    finding = one(result, "dataloader_num_workers")
+    assert (finding.line, finding.column, finding.end_line) == (3, 10, 8)
+    assert "num_workers=0" in finding.message
+    assert finding.after == dedent(
+        """\
+        loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_size=32,
+            num_workers=16,
+            pin_memory=True,
+            persistent_workers=True,
+            prefetch_factor=4,
+        )"""
+    )
+
+
+def test_it_resolves_aliases_positions_and_names_assigned_once():
+    result = check(
+        """\
+        from torch.utils import data as tud
+        from torch.utils.data import DataLoader as DL
+
+        WORKERS = 0
+        a = tud.DataLoader(ds, 8, True, None, None, 0)
+        b = DL(ds, num_workers=WORKERS)
+        """
+        + TRAINS
+    )
+    assert [f.line for f in found(result, "dataloader_num_workers")] == [5, 6]
+    first = found(result, "dataloader_num_workers")[0]
+    assert first.after.startswith("a = tud.DataLoader(ds, 8, True, None, None, 16, ")
+
+
+def test_it_uses_the_jobs_own_cpus_per_gpu_when_given():
+    result = check(
+        "from torch.utils.data import DataLoader\nl = DataLoader(d)\n" + TRAINS, cpus_per_gpu=8
+    )
+    assert "num_workers=8" in one(result, "dataloader_num_workers").after
+
+
+def test_it_is_quiet_about_a_dataloader_set_as_the_document_says():
+    result = check(
+        """\
+        from torch.utils.data import DataLoader
+
+        train_loader = DataLoader(
+            train_set, batch_size=256, num_workers=16, prefetch_factor=4,
+            pin_memory=True, persistent_workers=True,
+        )
+        """
+        + TRAINS
+    )
+    rules = {f.rule for f in result.findings}
+    assert not rules & {
+        "dataloader_num_workers",
+        "dataloader_pin_memory",
+        "dataloader_persistent_workers",
+        "dataloader_prefetch_factor",
+    }
+
+
+def test_a_class_of_the_programs_own_named_dataloader_is_not_torchs():
+    result = check("class DataLoader:\n    pass\n\nl = DataLoader(d)\n" + TRAINS)
+    assert not found(result, "dataloader_num_workers")
+
+
+def test_a_worker_count_from_the_command_line_is_a_question_naming_it():
+    result = check(
+        "from torch.utils.data import DataLoader\n"
+        "l = DataLoader(d, num_workers=args.workers, pin_memory=True)\n" + TRAINS
+    )
+    finding = one(result, "dataloader_num_workers")
+    assert finding.kind is Kind.QUESTION
+    assert "`args.workers`" in finding.message and "16 CPUs per GPU" in finding.message
+    assert not result.changes or all(f.rule != "dataloader_num_workers" for f in result.changes)
+    # Unknown workers: persistent workers and prefetching are not claimed either.
+    assert not found(result, "dataloader_persistent_workers")
+    assert not found(result, "dataloader_prefetch_factor")
+
+
+def test_a_function_parameter_is_not_knowable():
+    result = check(
+        """\
+        from torch.utils.data import DataLoader
+
+        def make(ds, workers=0):
+            return DataLoader(ds, num_workers=workers, pin_memory=True)
+        """
+        + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").kind is Kind.QUESTION
+
+
+def test_a_literal_dict_spread_is_read_and_a_changed_one_is_asked_about():
+    known = check(
+        """\
+        from torch.utils.data import DataLoader
+        kw = dict(num_workers=0, pin_memory=True)
+        l = DataLoader(ds, **kw)
+        """
+        + TRAINS
+    )
+    finding = one(known, "dataloader_num_workers")
+    assert finding.kind is Kind.CHANGE and finding.after == ""  # the dict is the place to fix
+    changed = check(
+        """\
+        from torch.utils.data import DataLoader
+        kw = {"num_workers": 0, "pin_memory": True}
+        kw.update(extra)
+        l = DataLoader(ds, **kw)
+        """
+        + TRAINS
+    )
+    question = one(changed, "dataloader_num_workers")
+    assert question.kind is Kind.QUESTION and "`**kw`" in question.message
+    subscripted = check(
+        "from torch.utils.data import DataLoader\nkw = {'num_workers': 0}\n"
+        "kw['num_workers'] = n\nl = DataLoader(ds, **kw)\n" + TRAINS
+    )
+    assert one(subscripted, "dataloader_num_workers").kind is Kind.QUESTION
+
+
+def test_a_name_assigned_twice_is_not_knowable():
+    result = check(
+        "from torch.utils.data import DataLoader\nw = 0\nif fast:\n    w = 8\n"
+        "l = DataLoader(ds, num_workers=w, pin_memory=True)\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").kind is Kind.QUESTION
+
+
+# --- DataLoader: pin_memory, persistent_workers, prefetch_factor ------------------------------
+
+
+def test_pin_memory_missing_or_false_is_flagged_even_beside_num_workers():
+    result = check(
+        "from torch.utils.data import DataLoader\n"
+        "a = DataLoader(ds)\n"
+        "b = DataLoader(ds, num_workers=4, pin_memory=False, persistent_workers=True, "
+        "prefetch_factor=4)\n" + TRAINS
+    )
+    a, b = found(result, "dataloader_pin_memory")
+    assert (a.line, a.kind, a.impact) == (2, Kind.CHANGE, Impact.MEDIUM)
+    assert b.line == 3 and "pin_memory=True" in b.after and "pin_memory=False" not in b.after
+    assert found(result, "dataloader_num_workers")[0].line == 2
+
+
+def test_pin_memory_from_a_config_is_a_question():
+    result = check(
+        "from torch.utils.data import DataLoader\n"
+        "l = DataLoader(ds, num_workers=8, pin_memory=cfg.pin, persistent_workers=True, "
+        "prefetch_factor=4)\n" + TRAINS
+    )
+    finding = one(result, "dataloader_pin_memory")
+    assert finding.kind is Kind.QUESTION and "`cfg.pin`" in finding.message
+
+
+def test_persistent_workers_only_where_workers_are_known():
+    result = check(
+        "from torch.utils.data import DataLoader\n"
+        "a = DataLoader(ds, num_workers=8, pin_memory=True, prefetch_factor=4)\n"
+        "b = DataLoader(ds, pin_memory=True)\n"
+        "c = DataLoader(ds, num_workers=args.n, pin_memory=True)\n"
+        "d = DataLoader(ds, num_workers=args.n, pin_memory=True, persistent_workers=False)\n"
+        + TRAINS
+    )
+    lines = [(f.line, f.kind) for f in found(result, "dataloader_persistent_workers")]
+    assert lines == [(2, Kind.CHANGE), (5, Kind.CHANGE)]
+    first = found(result, "dataloader_persistent_workers")[0]
+    assert first.after.endswith("prefetch_factor=4, persistent_workers=True)")
+
+
+def test_prefetch_factor_only_with_known_workers_and_at_most_two():
+    result = check(
+        "from torch.utils.data import DataLoader\n"
+        "a = DataLoader(ds, num_workers=8, pin_memory=True, persistent_workers=True)\n"
+        "b = DataLoader(ds, num_workers=8, pin_memory=True, persistent_workers=True, "
+        "prefetch_factor=2)\n"
+        "c = DataLoader(ds, num_workers=8, pin_memory=True, persistent_workers=True, "
+        "prefetch_factor=4)\n"
+        "d = DataLoader(ds, num_workers=args.n, pin_memory=True)\n"
+        "e = DataLoader(ds, pin_memory=True)\n" + TRAINS
+    )
+    findings = found(result, "dataloader_prefetch_factor")
+    assert [f.line for f in findings] == [2, 3]
+    assert "prefetch_factor=4" in findings[1].after and "prefetch_factor=2" not in findings[1].after
+
+
+# --- batch size --------------------------------------------------------------------------------
+
+
+def test_batch_size_is_said_only_when_memory_was_measured_half_empty():
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "l = DataLoader(ds, batch_size=32, num_workers=8, pin_memory=True, "
+        "persistent_workers=True, prefetch_factor=4)\n" + TRAINS
+    )
+    assert not found(check(source), "batch_size")
+    roomy = Measured(35, 20, peak_memory_gb=12.0, memory_total_gb=80.0)
+    finding = one(check(source, measured=roomy), "batch_size")
+    assert (finding.kind, finding.line, finding.column) == (Kind.CHANGE, 2, 20)
+    assert "batch_size=64" in finding.after and "12.0 GB of 80 GB" in finding.message
+    full = Measured(35, 20, peak_memory_gb=60.0, memory_total_gb=80.0)
+    assert not found(check(source, measured=full), "batch_size")
+
+
+# --- DataParallel -----------------------------------------------------------------------------
+
+
+def test_data_parallel_is_flagged_with_distributed_data_parallel_in_its_place():
+    result = check(
+        "import torch\nfrom torch import nn\nmodel = nn.DataParallel(Net()).cuda()\n" + TRAINS
+    )
+    finding = one(result, "data_parallel")
+    assert (finding.kind, finding.impact, finding.line, finding.column) == (
+        Kind.CHANGE,
+        Impact.HIGH,
+        3,
+        9,
+    )
+    assert finding.after == (
+        "model = nn.parallel.DistributedDataParallel(Net(), device_ids=[local_rank]).cuda()"
+    )
+    assert "torchrun" in finding.fix
+
+
+def test_distributed_data_parallel_is_not_flagged():
+    result = check(
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(model, device_ids=[rank])\n" + TRAINS
+    )
+    assert not found(result, "data_parallel")
+
+
+# --- debugging APIs ---------------------------------------------------------------------------
+
+
+def test_debug_apis_left_on_are_flagged_and_turned_off_in_the_fix():
+    result = check(
+        """\
+        import torch
+        torch.autograd.set_detect_anomaly(True)
+        with torch.autograd.detect_anomaly():
+            pass
+        with torch.autograd.profiler.profile(use_cuda=True) as prof:
+            pass
+        with torch.autograd.profiler.emit_nvtx():
+            pass
+        """
+        + TRAINS
+    )
+    findings = found(result, "debug_apis")
+    assert [(f.line, f.column, f.kind) for f in findings] == [
+        (2, 1, Kind.CHANGE),
+        (3, 6, Kind.CHANGE),
+        (5, 6, Kind.CHANGE),
+        (7, 6, Kind.CHANGE),
+    ]
+    assert findings[0].after == "torch.autograd.set_detect_anomaly(False)"
+    assert findings[1].after == "with torch.autograd.set_detect_anomaly(False):"
+    assert findings[2].after == (
+        "with torch.autograd.profiler.profile(use_cuda=True, enabled=False) as prof:"
+    )
+    assert findings[3].after == "with torch.autograd.profiler.emit_nvtx(enabled=False):"
+
+
+def test_debug_apis_turned_off_are_quiet_and_unknown_ones_asked_about():
+    result = check(
+        """\
+        import torch
+        from torch.autograd import profiler
+        torch.autograd.set_detect_anomaly(False)
+        with profiler.profile(enabled=False):
+            pass
+        torch.autograd.set_detect_anomaly(args.debug)
+        """
+        + TRAINS
+    )
+    finding = one(result, "debug_apis")
+    assert (finding.kind, finding.line) == (Kind.QUESTION, 6)
+    assert "`args.debug`" in finding.message
+
+
+# --- what the checker never does: run the code ------------------------------------------------
+
+
+def test_the_users_code_is_never_run_or_imported(tmp_path):
+    import sys
+
+    marker = tmp_path / "ran"
+    evil = f"open({str(marker)!r}, 'w').write('ran')\nimport json\n"
+    before = set(sys.modules)
+    result = check_code(
+        {
+            "train.py": "import evil_helper_module\nimport json\n" + evil + TRAINS,
+            "evil_helper_module.py": evil,
+            "json.py": evil,
+        },
+        DGX,
+    )
+    assert result.files == ("train.py", "evil_helper_module.py", "json.py")
+    assert not marker.exists()
+    assert set(sys.modules) - before == set()
+
+
+# --- limits and unreadable files --------------------------------------------------------------
+
+
+def test_a_syntax_error_is_reported_with_its_line_and_the_other_files_still_checked():
+    result = check_code(
+        {
+            "train.py": "from torch.utils.data import DataLoader\nl = DataLoader(d)\n" + TRAINS,
+            "model.py": "import torch\n\n\ndef f(:\n    pass\n",
+        },
+        DGX,
+    )
+    (bad,) = result.unreadable
+    assert bad.file == "model.py" and bad.line == 4
+    assert bad.message == "model.py is not Python: invalid syntax (line 4)."
+    assert found(result, "dataloader_num_workers") and result.files == ("train.py",)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "binary"),
+        ("print('a')\x00", "binary"),
+        (b"\xff\xfe not utf-8 \xff", "not UTF-8"),
+        (f"x = '{'a' * 500_000}'\n", "over 500 kB"),
+        (12, "no text"),
+        ("print 'hello'\n", "not Python"),
+    ],
+)
+def test_unreadable_files_say_why_and_never_raise(content, words):
+    result = check_code({"train.py": content}, DGX)
+    (bad,) = result.unreadable
+    assert bad.file == "train.py" and words in bad.message
+    assert result.findings == ()
+
+
+def test_too_many_files_and_too_many_bytes_are_refused_one_by_one():
+    files = {f"m{i:02d}.py": "x = 1\n" for i in range(45)}
+    result = check_code(files, DGX, entry="m44.py")
+    assert result.files[0] == "m44.py" and len(result.files) == 40
+    assert len(result.unreadable) == 5
+    assert all("at most 40 files" in u.message for u in result.unreadable)
+    big = {f"b{i}.py": f"x = '{'a' * 480_000}'\n" for i in range(6)}  # 480 kB each
+    result = check_code(big, DGX)
+    assert len(result.files) == 4 and "over 2 MB" in result.unreadable[0].message
+
+
+def test_empty_and_wrong_shaped_input_gives_an_empty_check():
+    assert check_code({}, DGX).findings == ()
+    assert check_code(None, DGX).files == ()  # type: ignore[arg-type]
+    assert check_code({"a.py": ""}, DGX).findings == ()
+
+
+def test_a_program_that_neither_trains_nor_evaluates_gets_nothing_said():
+    result = check("from torch.utils.data import DataLoader\nl = DataLoader(ds)\n")
+    assert result.findings == ()
+
+
+# --- order, the cluster's settings, what was measured -----------------------------------------
+
+ORDERED = (
+    """\
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader
+    model = nn.DataParallel(model)
+    l = DataLoader(ds, num_workers=8, pin_memory=True)
+    torch.autograd.set_detect_anomaly(args.debug)
+    """
+    + TRAINS
+)
+
+
+def test_findings_come_changes_by_impact_then_questions_then_defaults():
+    result = check_code(
+        {
+            "helpers.py": "from torch.utils.data import DataLoader\nh = DataLoader(ds)\n",
+            "train.py": text(ORDERED),
+        },
+        DGX,
+        entry="train.py",
+    )
+    kinds = [f.kind for f in result.findings]
+    assert kinds == sorted(kinds, key=[Kind.CHANGE, Kind.QUESTION, Kind.DEFAULT].index)
+    changes = result.changes
+    ranks = [f.impact.rank for f in changes]
+    assert ranks == sorted(ranks)
+    high = [(f.file, f.rule) for f in changes if f.impact is Impact.HIGH]
+    assert high[:2] == [("train.py", "data_parallel"), ("helpers.py", "dataloader_num_workers")]
+    assert result.files == ("train.py", "helpers.py")
+
+
+def test_a_rule_switched_off_reworded_or_resourced_by_the_cluster():
+    site = Source("dgx-wiki.md", "Loaders")
+    cluster = Cluster(
+        slug="dgx",
+        name="DGX",
+        policy=Policy(cpus_per_gpu=16),
+        code_rules=(
+            CodeRule("data_parallel", enabled=False),
+            CodeRule("dataloader_prefetch_factor", wording="Ask us about prefetching."),
+            CodeRule("dataloader_persistent_workers", source=site),
+        ),
+    )
+    result = check(ORDERED, cluster)
+    assert not found(result, "data_parallel")
+    assert one(result, "dataloader_prefetch_factor").message == "Ask us about prefetching."
+    persistent = one(result, "dataloader_persistent_workers")
+    assert persistent.source == site and "after every epoch" in persistent.message
+    assert found(check(ORDERED), "data_parallel")
+
+
+def test_every_change_ends_with_what_was_measured_and_no_invented_number():
+    measured = Measured(mean_utilization=35, minutes=20)
+    result = check(ORDERED, measured=measured)
+    assert result.changes
+    for finding in result.changes:
+        assert finding.message.endswith("Measured on this job: GPU at 35 % for 20 min.")
+        assert "%" not in finding.message.replace("35 %", "")
+        assert "faster" not in finding.message and "x speed" not in finding.message
+    assert all("Measured" not in f.message for f in result.questions + result.defaults)
+    assert all("Measured" not in f.message for f in check(ORDERED).findings)
