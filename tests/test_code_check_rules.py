@@ -511,3 +511,268 @@ def test_every_change_ends_with_what_was_measured_and_no_invented_number():
         assert "faster" not in finding.message and "x speed" not in finding.message
     assert all("Measured" not in f.message for f in result.questions + result.defaults)
     assert all("Measured" not in f.message for f in check(ORDERED).findings)
+
+
+# --- zero_grad --------------------------------------------------------------------------------
+
+
+def test_zero_grad_without_argument_is_what_pytorch_already_does():
+    result = check("import torch\noptimizer.zero_grad()\n" + TRAINS)
+    finding = one(result, "zero_grad_set_to_none")
+    assert (finding.kind, finding.line, finding.column) == (Kind.DEFAULT, 2, 1)
+    assert "PyTorch 2.0" in finding.message and finding.after == ""
+    assert finding in result.defaults
+
+
+def test_zero_grad_set_to_none_false_is_a_change_and_true_is_quiet():
+    result = check(
+        "import torch\n"
+        "optimizer.zero_grad(set_to_none=False)\n"
+        "model.zero_grad(False)\n"
+        "opt.zero_grad(set_to_none=True)\n"
+        "opt.zero_grad(set_to_none=args.none)\n" + TRAINS
+    )
+    findings = found(result, "zero_grad_set_to_none")
+    assert [(f.line, f.kind) for f in findings] == [
+        (2, Kind.CHANGE),
+        (3, Kind.CHANGE),
+        (5, Kind.QUESTION),
+    ]
+    assert findings[0].after == "optimizer.zero_grad(set_to_none=True)"
+    assert findings[1].after == "model.zero_grad(True)"
+
+
+# --- conv bias before batch norm --------------------------------------------------------------
+
+
+def test_a_conv_followed_by_batch_norm_in_sequential_gets_bias_false():
+    result = check(
+        """\
+        import torch.nn as nn
+
+        block = nn.Sequential(
+            nn.Conv2d(3, 64, kernel_size=3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.Conv2d(64, 10, 1),
+        )
+        """
+        + TRAINS
+    )
+    finding = one(result, "conv_bias_before_batchnorm")
+    assert (finding.kind, finding.impact, finding.line, finding.column) == (
+        Kind.CHANGE,
+        Impact.LOW,
+        4,
+        5,
+    )
+    assert finding.after == "    nn.Conv2d(3, 64, kernel_size=3, padding=1, bias=False),"
+
+
+def test_a_conv_then_batch_norm_in_forward_is_found_both_ways():
+    result = check(
+        """\
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, 16, 3)
+                self.bn1 = nn.BatchNorm2d(16)
+                self.conv2 = nn.Conv2d(16, 32, 3)
+                self.bn2 = nn.BatchNorm2d(32)
+                self.conv3 = nn.Conv2d(32, 32, 3)
+
+            def forward(self, x):
+                x = self.bn1(self.conv1(x))
+                y = self.conv2(x)
+                y = self.bn2(y)
+                return self.conv3(torch.relu(y))
+        """
+        + TRAINS
+    )
+    assert [f.line for f in found(result, "conv_bias_before_batchnorm")] == [7, 9]
+
+
+def test_a_conv_not_followed_by_batch_norm_keeps_its_bias():
+    result = check(
+        "import torch.nn as nn\nhead = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), "
+        "nn.BatchNorm2d(8))\n" + TRAINS
+    )
+    assert not found(result, "conv_bias_before_batchnorm")
+
+
+# --- tensors created then moved ---------------------------------------------------------------
+
+
+def test_a_tensor_made_on_the_cpu_then_moved_is_made_on_the_device_instead():
+    result = check(
+        "import torch\n"
+        "noise = torch.randn(8, 3, 32, 32).cuda()\n"
+        "mask = torch.zeros((8, 8), dtype=torch.bool).to(device)\n" + TRAINS
+    )
+    first, second = found(result, "tensor_created_then_moved")
+    assert (first.kind, first.line, first.column) == (Kind.CHANGE, 2, 9)
+    assert first.after == 'noise = torch.randn(8, 3, 32, 32, device="cuda")'
+    assert second.after == "mask = torch.zeros((8, 8), dtype=torch.bool, device=device)"
+
+
+def test_moving_data_a_model_or_a_dtype_is_not_this_rule():
+    result = check(
+        "import torch\n"
+        "x = batch.to(device)\n"
+        "model = Net().cuda()\n"
+        "h = torch.zeros(3).to(torch.float16)\n"
+        "g = torch.ones(3, device=device).to(device)\n" + TRAINS
+    )
+    assert not found(result, "tensor_created_then_moved")
+
+
+# --- no_grad for evaluation -------------------------------------------------------------------
+
+
+def test_evaluation_without_no_grad_gets_the_decorator():
+    result = check(
+        """\
+        import torch
+
+        def evaluate(model, loader):
+            model.eval()
+            total = 0
+            for x, y in loader:
+                total += (model(x).argmax(1) == y).sum()
+            return total
+        """
+        + TRAINS
+    )
+    finding = one(result, "no_grad_evaluation")
+    assert (finding.kind, finding.impact, finding.line, finding.column) == (
+        Kind.CHANGE,
+        Impact.MEDIUM,
+        4,
+        5,
+    )
+    assert finding.before == "def evaluate(model, loader):"
+    assert finding.after == "@torch.no_grad()\ndef evaluate(model, loader):"
+
+
+def test_evaluation_inside_a_training_function_gets_a_with_block():
+    result = check(
+        """\
+        import torch
+
+        def fit(model, train_loader, val_loader, optimizer):
+            for epoch in range(10):
+                model.train()
+                for x, y in train_loader:
+                    loss = model(x).sum()
+                    loss.backward()
+                    optimizer.step()
+                model.eval()
+                for x, y in val_loader:
+                    val = model(x)
+        """
+    )
+    finding = one(result, "no_grad_evaluation")
+    assert finding.line == 10
+    assert finding.after == (
+        "        model.eval()\n"
+        "        with torch.no_grad():\n"
+        "            for x, y in val_loader:\n"
+        "                val = model(x)"
+    )
+
+
+@pytest.mark.parametrize(
+    "evaluation",
+    [
+        "@torch.no_grad()\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n",
+        "@torch.inference_mode()\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n",
+        "def evaluate(model, x):\n    model.eval()\n    with torch.no_grad():\n"
+        "        return model(x)\n",
+        "def evaluate(model, x):\n    torch.set_grad_enabled(False)\n    model.eval()\n"
+        "    return model(x)\n",
+        "def evaluate(model, x):\n    model.eval()\n    return run(model, x)\n",
+        "def evaluate(model, x):\n    model.eval()\n    return model(x)\n\n"
+        "with torch.no_grad():\n    evaluate(net, batch)\n",
+    ],
+)
+def test_evaluation_without_gradients_is_quiet(evaluation):
+    result = check("import torch\n" + evaluation + TRAINS)
+    assert not found(result, "no_grad_evaluation")
+
+
+# --- hand-written attention -------------------------------------------------------------------
+
+
+ATTENTION = """\
+import math
+import torch
+import torch.nn.functional as F
+
+class Attention(torch.nn.Module):
+    def forward(self, q, k, v):
+        scores = q @ k.transpose(-2, -1)
+        scores = scores / math.sqrt(q.size(-1))
+        weights = F.softmax(scores, dim=-1)
+        return weights @ v
+"""
+
+
+def test_hand_written_attention_is_flagged_at_the_softmax():
+    finding = one(check(ATTENTION + TRAINS), "manual_attention")
+    assert (finding.kind, finding.impact, finding.line, finding.column) == (
+        Kind.CHANGE,
+        Impact.MEDIUM,
+        9,
+        19,
+    )
+    assert "F.scaled_dot_product_attention(q, k, v)" in finding.fix
+
+
+def test_attention_with_a_fused_branch_or_a_plain_softmax_is_quiet():
+    fallback = ATTENTION.replace(
+        "        scores = q @",
+        "        if FLASH:\n"
+        "            return F.scaled_dot_product_attention(q, k, v)\n"
+        "        scores = q @",
+    )
+    assert not found(check(fallback + TRAINS), "manual_attention")
+    classifier = "import torch\nprobs = torch.softmax(logits @ W, dim=-1)\n"
+    assert not found(check(classifier + TRAINS), "manual_attention")
+
+
+# --- augmentations on the CPU -----------------------------------------------------------------
+
+
+def test_random_augmentations_are_flagged_once_at_the_first():
+    result = check(
+        """\
+        import torchvision.transforms as T
+
+        train_tf = T.Compose([
+            T.RandomResizedCrop(224),
+            T.RandomHorizontalFlip(),
+            T.ColorJitter(0.4, 0.4, 0.4),
+            T.ToTensor(),
+        ])
+        val_tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(m, s)])
+        """
+        + TRAINS
+    )
+    finding = one(result, "cpu_augmentation")
+    assert (finding.kind, finding.line, finding.column) == (Kind.CHANGE, 4, 5)
+    assert "RandomResizedCrop" in finding.message
+
+
+def test_deterministic_transforms_or_a_program_that_does_not_train_are_quiet():
+    deterministic = (
+        "from torchvision import transforms\n"
+        "t = transforms.Compose([transforms.Resize(256), transforms.ToTensor()])\n"
+    )
+    assert not found(check(deterministic + TRAINS), "cpu_augmentation")
+    inference = "from torchvision.transforms import v2\nt = v2.RandomCrop(32)\nmodel.eval()\n"
+    assert not found(check(inference), "cpu_augmentation")

@@ -43,8 +43,13 @@ def apply(program: Program, first: int, last: int, edits: list[Edit]) -> Snippet
 
 def statement_lines(program: Program, node: ast.AST) -> tuple[int, int]:
     """The lines of the statement holding the node; of a compound statement (`for`, `with`,
-    `def`), only its header, down to the node's last line."""
+    `def`), only its header, down to the node's last line; a node that starts its line, its
+    own lines."""
     statement = program.statement_of(node)
+    if program.lines[node.lineno - 1][: program.start(node)[1]].strip() == "":
+        # The node starts its line, inside a longer statement (a layer of nn.Sequential(...)
+        # on a line of its own): its own lines are the ones to show.
+        return node.lineno, node.end_lineno or node.lineno
     first = min(statement.lineno, node.lineno)
     if hasattr(statement, "body"):
         return first, node.end_lineno or node.lineno

@@ -2,7 +2,10 @@
 (`rule(project, program, values)`); a program-wide rule reads the whole program once
 (`rule(project)`). A new rule is one function here, its catalogue entry, and its tests."""
 
+from guidance.engine.code_check.rules.augmentation import check_cpu_augmentation
 from guidance.engine.code_check.rules.debugging import check_data_parallel, check_debug_apis
+from guidance.engine.code_check.rules.gradients import check_no_grad_evaluation, check_zero_grad
+from guidance.engine.code_check.rules.layers import check_conv_bias, check_manual_attention
 from guidance.engine.code_check.rules.loading import (
     check_batch_size,
     check_hf_dataloader,
@@ -11,6 +14,7 @@ from guidance.engine.code_check.rules.loading import (
     check_pin_memory,
     check_prefetch_factor,
 )
+from guidance.engine.code_check.rules.tensors import check_tensor_created_then_moved
 
 LOCATED = (
     check_num_workers,
@@ -21,5 +25,11 @@ LOCATED = (
     check_hf_dataloader,
     check_data_parallel,
     check_debug_apis,
+    check_zero_grad,
+    check_no_grad_evaluation,
+    check_conv_bias,
+    check_manual_attention,
+    check_tensor_created_then_moved,
+    check_cpu_augmentation,
 )
 PROGRAM_WIDE = ()

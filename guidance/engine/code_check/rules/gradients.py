@@ -1,0 +1,213 @@
+"""Gradients: how they are cleared (zero_grad) and whether evaluation builds them at all
+(torch.no_grad), from 003's "No brainer code tweaks"."""
+
+import ast
+from collections.abc import Iterator
+
+from guidance.engine.code_check.context import Project, make
+from guidance.engine.code_check.findings import CodeFinding, Kind
+from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.snippets import (
+    Edit,
+    Snippet,
+    add_decorator,
+    apply,
+    statement_lines,
+    torch_name,
+    wrap_in_with,
+)
+from guidance.engine.code_check.values import Values
+
+GRAD_OFF = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.inference_mode",
+    }
+)
+SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+
+
+def check_zero_grad(project: Project, program: Program, values: Values) -> Iterator[CodeFinding]:
+    for call in program.calls_by_attr.get("zero_grad", ()):
+        if not isinstance(call.func, ast.Attribute):
+            continue
+        receiver = program.segment(call.func.value)
+        given = values.argument(call, "set_to_none", 0)
+        if given is None:
+            yield make(
+                "zero_grad_set_to_none",
+                Kind.DEFAULT,
+                program,
+                call,
+                f"`{receiver}.zero_grad()`: PyTorch 2.0 and later already set gradients to None "
+                "here (set_to_none=True is the default), which saves a memset of every gradient "
+                "and the memory it holds.",
+                "Nothing to change on PyTorch 2.0 or later; on an older PyTorch pass "
+                "set_to_none=True.",
+            )
+        elif not given.known:
+            yield make(
+                "zero_grad_set_to_none",
+                Kind.QUESTION,
+                program,
+                call,
+                f"set_to_none comes from `{given.text}`: make sure it is True, so that gradients "
+                "are dropped rather than filled with zeros at every step.",
+                "Pass True.",
+            )
+        elif given.value is False or given.value == 0:
+            node = given.node.value if isinstance(given.node, ast.keyword) else given.node
+            first, last = statement_lines(program, call)
+            snippet = apply(
+                program, first, last, [Edit(program.start(node), program.end(node), "True")]
+            )
+            yield make(
+                "zero_grad_set_to_none",
+                Kind.CHANGE,
+                program,
+                call,
+                f"`{receiver}.zero_grad(set_to_none=False)` writes zeros into every gradient at "
+                "every step: memory traffic for nothing, since the next backward pass fills them "
+                "again.",
+                "Set set_to_none=True (the default since PyTorch 2.0).",
+                Snippet(snippet.before, "") if given.spread else snippet,
+            )
+
+
+def check_no_grad_evaluation(
+    project: Project, program: Program, values: Values
+) -> Iterator[CodeFinding]:
+    for call in program.calls_by_attr.get("eval", ()):
+        if not isinstance(call.func, ast.Attribute) or call.args or call.keywords:
+            continue
+        receiver = program.segment(call.func.value)
+        function = program.function_of(call)
+        if _gradients_off(program, values, function) or _called_without_gradients(
+            project, function
+        ):
+            continue
+        if not _runs_model_after(program, function, call, receiver):
+            continue
+        yield make(
+            "no_grad_evaluation",
+            Kind.CHANGE,
+            program,
+            call,
+            f"`{receiver}` is put in eval mode and then run with gradient tracking still on: "
+            "autograd records every operation for a backward pass that never comes, costing "
+            "GPU time and memory.",
+            "Run the evaluation under torch.no_grad() (or torch.inference_mode()): as a "
+            "decorator on a function that only evaluates, as a `with` block otherwise.",
+            _no_grad_fix(program, function, call, receiver),
+        )
+
+
+def _gradients_off(program: Program, values: Values, function: ast.AST) -> bool:
+    """The function (or one around it) turns gradients off somewhere: decorator, `with`
+    block, or torch.set_grad_enabled(False)."""
+    for scope in [function, *program.ancestors(function)]:
+        for decorator in getattr(scope, "decorator_list", ()):
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if program.qualname(target) in GRAD_OFF:
+                return True
+    for node in program.walk_scope(function):
+        if isinstance(node, ast.Call):
+            qualname = program.qualname(node.func)
+            if qualname in GRAD_OFF:
+                return True
+            if qualname in SET_GRAD_ENABLED:
+                mode = values.argument(node, "mode", 0)
+                if mode is not None and mode.known and not mode.value:
+                    return True
+    return False
+
+
+def _called_without_gradients(project: Project, function: ast.AST) -> bool:
+    """Every call of the function is inside a `with torch.no_grad():` of its caller."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    sites = project.calls_with_attr(function.name)
+    if not sites:
+        return False
+    for program, call in sites:
+        inside = False
+        for ancestor in program.ancestors(call):
+            if isinstance(ancestor, (ast.With, ast.AsyncWith)) and any(
+                isinstance(item.context_expr, ast.Call)
+                and program.qualname(item.context_expr.func) in GRAD_OFF
+                for item in ancestor.items
+            ):
+                inside = True
+                break
+        if not inside:
+            return False
+    return True
+
+
+def _runs_model_after(
+    program: Program, function: ast.AST, eval_call: ast.Call, receiver: str
+) -> bool:
+    """The model is called (or its forward) after `.eval()` and before it is put back in
+    training mode."""
+    start = (eval_call.lineno, eval_call.col_offset)
+    back_to_training = min(
+        (
+            (c.lineno, c.col_offset)
+            for c in program.calls_by_attr.get("train", ())
+            if isinstance(c.func, ast.Attribute)
+            and program.segment(c.func.value) == receiver
+            and (c.lineno, c.col_offset) > start
+        ),
+        default=(10**9, 0),
+    )
+    runs = {receiver, f"{receiver}.forward"}
+    for node in program.walk_scope(function):
+        if (
+            isinstance(node, ast.Call)
+            and start < (node.lineno, node.col_offset) < back_to_training
+            and program.segment(node.func) in runs
+        ):
+            return True
+    return False
+
+
+def _no_grad_fix(program: Program, function: ast.AST, eval_call: ast.Call, receiver: str):
+    torch = torch_name(program)
+    trains_here = any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("backward", "step")
+        for node in program.walk_scope(function)
+    )
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and not trains_here:
+        return add_decorator(program, function, f"{torch}.no_grad()")
+    statement = program.statement_of(eval_call)
+    block = _block_of(program, statement)
+    if block is None:
+        return None
+    following: list[ast.stmt] = []
+    for later in block[block.index(statement) + 1 :]:
+        if any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "train"
+            and program.segment(n.func.value) == receiver
+            for n in ast.walk(later)
+        ):
+            break
+        following.append(later)
+    return wrap_in_with(program, statement, following, f"{torch}.no_grad()")
+
+
+def _block_of(program: Program, statement: ast.stmt) -> list[ast.stmt] | None:
+    parent = program.parents.get(statement)
+    if parent is None:
+        return None
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and statement in block:
+            return block
+    return None

@@ -1,0 +1,277 @@
+"""Layers that do work for nothing: a convolution's bias that the batch norm after it cancels,
+and attention written out by hand where PyTorch has a fused kernel (003, "No brainer code
+tweaks")."""
+
+import ast
+from collections.abc import Iterator
+from itertools import pairwise
+
+from guidance.engine.code_check.context import Project, make
+from guidance.engine.code_check.findings import CodeFinding, Kind
+from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.snippets import Snippet, set_keywords, statement_lines
+from guidance.engine.code_check.values import Values
+
+CONVOLUTIONS = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "LazyConv1d",
+        "LazyConv2d",
+        "LazyConv3d",
+    )
+) | frozenset(f"torch.nn.modules.conv.Conv{n}d" for n in (1, 2, 3))
+BATCH_NORMS = frozenset(
+    f"torch.nn.{name}"
+    for name in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm2d")
+)
+CONV_BIAS_POSITION = (
+    7  # Conv*d(in, out, kernel, stride, padding, dilation|output_padding, groups, bias)
+)
+SEQUENCES = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
+
+
+def check_conv_bias(project: Project, program: Program, values: Values) -> Iterator[CodeFinding]:
+    reported: set[ast.Call] = set()
+    for conv in _convs_before_batch_norm(program):
+        if conv in reported:
+            continue
+        reported.add(conv)
+        bias = values.argument(conv, "bias", CONV_BIAS_POSITION)
+        if bias is not None and bias.known and not bias.value:
+            continue
+        layer = program.segment(conv.func)
+        if bias is not None and not bias.known:
+            yield make(
+                "conv_bias_before_batchnorm",
+                Kind.QUESTION,
+                program,
+                conv,
+                f"This `{layer}` is followed by a batch norm, and its bias comes from "
+                f"`{bias.text}`: make sure it is False there, since the batch norm removes it.",
+                "Pass bias=False for convolutions followed by a batch norm.",
+            )
+            continue
+        yield make(
+            "conv_bias_before_batchnorm",
+            Kind.CHANGE,
+            program,
+            conv,
+            f"This `{layer}` is followed directly by a batch norm, which subtracts the mean of "
+            "each channel: the convolution's bias is cancelled, yet it is still stored, added and "
+            "given gradients at every step.",
+            "Build the convolution with bias=False.",
+            set_keywords(program, conv, {"bias": "False"}),
+        )
+
+
+def _is(program: Program, node: ast.AST, names: frozenset[str]) -> bool:
+    return isinstance(node, ast.Call) and program.qualname(node.func) in names
+
+
+def _convs_before_batch_norm(program: Program) -> Iterator[ast.Call]:
+    # Consecutive in nn.Sequential(...) or a list literal (OrderedDict pairs included).
+    sequences = [c.args for c in program.calls_named(*SEQUENCES)]
+    sequences += [node.elts for node in program.by_type[ast.List]]
+    for items in sequences:
+        layers = [_layer(item) for item in items]
+        for conv, norm in pairwise(layers):
+            if _is(program, conv, CONVOLUTIONS) and _is(program, norm, BATCH_NORMS):
+                yield conv  # type: ignore[misc]
+    # In forward: bn(conv(x)), or x = conv(x) followed by x = bn(x).
+    modules = _attribute_modules(program)
+    for call in program.calls:
+        if len(call.args) == 1 and isinstance(call.args[0], ast.Call):
+            conv = modules.get(program.segment(call.args[0].func))
+            norm = modules.get(program.segment(call.func))
+            if conv is not None and norm is not None and _is_pair(program, conv, norm):
+                yield conv
+    for body in _bodies(program):
+        for first, second in pairwise(body):
+            pair = _consecutive(program, modules, first, second)
+            if pair is not None:
+                yield pair
+
+
+def _layer(item: ast.AST) -> ast.AST:
+    if isinstance(item, ast.Tuple) and item.elts:  # ("conv1", nn.Conv2d(...))
+        return item.elts[-1]
+    return item
+
+
+def _is_pair(program: Program, conv: ast.AST, norm: ast.AST) -> bool:
+    return _is(program, conv, CONVOLUTIONS) and _is(program, norm, BATCH_NORMS)
+
+
+def _attribute_modules(program: Program) -> dict[str, ast.Call]:
+    """`self.conv1 = nn.Conv2d(...)` and `conv = nn.Conv2d(...)`: what each name holds, where
+    it is assigned one layer (the last assignment wins)."""
+    modules: dict[str, ast.Call] = {}
+    for node in program.by_type[ast.Assign]:
+        if len(node.targets) == 1 and _is(program, node.value, CONVOLUTIONS | BATCH_NORMS):
+            modules[program.segment(node.targets[0])] = node.value
+    return modules
+
+
+def _bodies(program: Program) -> Iterator[list[ast.stmt]]:
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for function in program.by_type[kind]:
+            yield function.body
+
+
+def _consecutive(
+    program: Program, modules: dict[str, ast.Call], first: ast.stmt, second: ast.stmt
+) -> ast.Call | None:
+    """x = self.conv(...) then y = self.bn(x)."""
+    calls = []
+    for statement in (first, second):
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            return None
+        if not isinstance(statement.value, ast.Call):
+            return None
+        calls.append(statement.value)
+    conv = modules.get(program.segment(calls[0].func))
+    norm = modules.get(program.segment(calls[1].func))
+    produced = program.segment(first.targets[0])  # type: ignore[attr-defined]
+    takes = [program.segment(arg) for arg in calls[1].args]
+    if conv is None or norm is None or takes != [produced]:
+        return None
+    return conv if _is_pair(program, conv, norm) else None
+
+
+# --- hand-written attention --------------------------------------------------------------------
+
+SOFTMAX = frozenset(
+    {
+        "torch.softmax",
+        "torch.nn.functional.softmax",
+        "torch.special.softmax",
+        "torch.Tensor.softmax",
+    }
+)
+MATMUL = frozenset({"torch.matmul", "torch.bmm", "torch.einsum", "torch.baddbmm"})
+SDPA = "scaled_dot_product_attention"
+_DEPTH = 4  # names that stand for scores computed in steps: followed this far back
+
+
+def check_manual_attention(
+    project: Project, program: Program, values: Values
+) -> Iterator[CodeFinding]:
+    for call in program.calls_by_attr.get("softmax", ()):
+        scores = _softmax_input(program, call)
+        if scores is None or not _is_scores(program, values, scores, call, _DEPTH):
+            continue
+        if _has_fused_fallback(program, call):
+            continue
+        q, k, v = _attention_names(program, values, scores, call)
+        first, last = statement_lines(program, call)
+        yield make(
+            "manual_attention",
+            Kind.CHANGE,
+            program,
+            call,
+            "This softmax over query-key products is attention written out by hand: it builds "
+            "the whole score matrix in GPU memory and runs several kernels, where "
+            "torch.nn.functional.scaled_dot_product_attention computes the same result in one "
+            "fused, memory-efficient kernel.",
+            "Replace the scores, the softmax, its dropout and the product with the values by "
+            f"`F.scaled_dot_product_attention({q}, {k}, {v})` (torch.nn.functional), passing "
+            "attn_mask=, dropout_p= or is_causal=True as the hand-written code does.",
+            Snippet(program.line_text(first, last), ""),
+        )
+
+
+def _softmax_input(program: Program, call: ast.Call) -> ast.AST | None:
+    func = call.func
+    qualname = program.qualname(func) or ""
+    if qualname in SOFTMAX or qualname.endswith("functional.softmax"):
+        return call.args[0] if call.args else None
+    if isinstance(func, ast.Attribute):  # scores.softmax(dim=-1)
+        base = program.qualname(func.value)
+        if base is None or not base.startswith(("torch", "F")):
+            return func.value
+    return None
+
+
+def _is_scores(program: Program, values: Values, expr: ast.AST, at: ast.AST, depth: int) -> bool:
+    """The expression is (or is built from) a matmul of something with a transpose."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return _transposed(node.right) or _transposed(node.left)
+        if isinstance(node, ast.Call) and program.qualname(node.func) in MATMUL:
+            einsum = program.qualname(node.func) == "torch.einsum"
+            return einsum or any(_transposed(a) for a in node.args)
+        if isinstance(node, ast.Name) and depth > 0:
+            for earlier in _earlier_values(program, values, node, at):
+                if _is_scores(program, values, earlier, earlier, depth - 1):
+                    return True
+    return False
+
+
+def _transposed(expr: ast.AST) -> bool:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute) and node.attr in ("mT", "T", "transpose", "swapaxes"):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "permute":
+            return True
+    return False
+
+
+def _earlier_values(program: Program, values: Values, name: ast.Name, at: ast.AST) -> list:
+    found = values.assignments(name.id, name)
+    if found is None:
+        return []
+    line = getattr(at, "lineno", 10**9)
+    return [v for v in found[1] if v is not None and v.lineno <= line]
+
+
+def _has_fused_fallback(program: Program, call: ast.Call) -> bool:
+    """The same class (or function) also calls scaled_dot_product_attention: the hand-written
+    path is a fallback."""
+    owner = next(
+        (a for a in program.ancestors(call) if isinstance(a, ast.ClassDef)),
+        program.function_of(call),
+    )
+    return any(
+        owner is program.tree or owner in program.ancestors(fused)
+        for fused in program.calls_by_attr.get(SDPA, ())
+    )
+
+
+def _attention_names(
+    program: Program, values: Values, scores: ast.AST, softmax: ast.Call
+) -> tuple[str, str, str]:
+    """The program's own names for query, key and value, where they are plain names."""
+    q, k, v = "q", "k", "v"
+    for node in ast.walk(scores):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            q, k = _plain(program, node.left, q), _plain(program, _untransposed(node.right), k)
+            break
+    parent = program.parents.get(softmax)
+    weights = program.segment(parent.targets[0]) if isinstance(parent, ast.Assign) else None
+    for node in program.by_type[ast.BinOp]:
+        if isinstance(node.op, ast.MatMult) and node.lineno >= softmax.lineno:
+            left = program.segment(node.left)
+            if node.left is softmax or left == weights:
+                v = _plain(program, node.right, v)
+                break
+    return q, k, v
+
+
+def _untransposed(expr: ast.AST) -> ast.AST:
+    if isinstance(expr, ast.Attribute) and expr.attr in ("mT", "T"):
+        return expr.value
+    func = expr.func if isinstance(expr, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("transpose", "swapaxes", "permute"):
+        return func.value
+    return expr
+
+
+def _plain(program: Program, node: ast.AST, fallback: str) -> str:
+    text = program.segment(node)
+    return text if len(text) <= 30 and "\n" not in text else fallback
