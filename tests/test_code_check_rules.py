@@ -3,6 +3,7 @@ each, the framework and not-knowable cases, and the check's promises: limits, un
 order, the cluster's settings, what was measured, and that the user's code is never run. Pure:
 an engine Cluster, no database."""
 
+import re
 from textwrap import dedent
 
 import pytest
@@ -508,7 +509,7 @@ def test_every_change_ends_with_what_was_measured_and_no_invented_number():
     for finding in result.changes:
         assert finding.message.endswith("Measured on this job: GPU at 35 % for 20 min.")
         assert "%" not in finding.message.replace("35 %", "")
-        assert "faster" not in finding.message and "x speed" not in finding.message
+        assert not re.search(r"\d\s*(x|\u00d7|times)\b", finding.message), finding.message
     assert all("Measured" not in f.message for f in result.questions + result.defaults)
     assert all("Measured" not in f.message for f in check(ORDERED).findings)
 
@@ -776,3 +777,302 @@ def test_deterministic_transforms_or_a_program_that_does_not_train_are_quiet():
     assert not found(check(deterministic + TRAINS), "cpu_augmentation")
     inference = "from torchvision.transforms import v2\nt = v2.RandomCrop(32)\nmodel.eval()\n"
     assert not found(check(inference), "cpu_augmentation")
+
+
+# --- programs that follow the advice ----------------------------------------------------------
+
+GOOD_LOOP = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+torch.backends.cudnn.benchmark = True
+torch.backends.cuda.matmul.allow_tf32 = True
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x)))
+        return self.fc(x.mean((2, 3)))
+
+
+@torch.no_grad()
+def evaluate(model, loader, device):
+    model.eval()
+    return sum((model(x.to(device)).argmax(1) == y.to(device)).sum() for x, y in loader)
+
+
+def main(train_set, val_set):
+    device = torch.device("cuda")
+    model = Net().to(device, memory_format=torch.channels_last)
+    model = torch.compile(model)
+    loader = DataLoader(
+        train_set,
+        batch_size=256,
+        shuffle=True,
+        num_workers=16,
+        pin_memory=True,
+        persistent_workers=True,
+        prefetch_factor=4,
+    )
+    optimizer = torch.optim.AdamW(model.parameters())
+    for x, y in loader:
+        x = x.to(device, non_blocking=True).to(memory_format=torch.channels_last)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        model.train()
+"""
+
+GOOD_LIGHTNING = """\
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.compile(torch.nn.Linear(10, 10))
+
+    def training_step(self, batch, batch_idx):
+        return self.net(batch).sum()
+
+    def train_dataloader(self):
+        return DataLoader(
+            self.data, batch_size=64, num_workers=16, pin_memory=True,
+            persistent_workers=True, prefetch_factor=4,
+        )
+
+
+torch.set_float32_matmul_precision("high")
+model = Model()
+trainer = L.Trainer(accelerator="gpu", devices=4, strategy="ddp", precision="bf16-mixed")
+trainer.fit(model)
+"""
+
+GOOD_HF = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+args = TrainingArguments(
+    output_dir="out",
+    per_device_train_batch_size=16,
+    dataloader_num_workers=16,
+    bf16=True,
+    tf32=True,
+    torch_compile=True,
+)
+trainer = Trainer(model=model, args=args, train_dataset=train_ds)
+trainer.train()
+"""
+
+
+@pytest.mark.parametrize("program", [GOOD_LOOP, GOOD_LIGHTNING, GOOD_HF])
+def test_a_program_that_follows_all_the_advice_gets_no_finding(program):
+    assert check(program).findings == ()
+
+
+# --- program-wide rules -----------------------------------------------------------------------
+
+BARE_LOOP = """\
+import torch
+import torchvision
+
+model = torchvision.models.resnet50().cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_bare_vision_loop_gets_each_program_wide_change_once_at_the_model():
+    result = check(BARE_LOOP)
+    for rule in ("cudnn_benchmark", "tf32", "mixed_precision", "torch_compile", "channels_last"):
+        finding = one(result, rule)
+        assert (finding.kind, finding.file, finding.line) == (Kind.CHANGE, "train.py", 4), rule
+    model_line = "model = torchvision.models.resnet50().cuda()"
+    assert one(result, "cudnn_benchmark").after == (
+        f"torch.backends.cudnn.benchmark = True\n{model_line}"
+    )
+    assert (
+        one(result, "tf32").after == f"torch.backends.cuda.matmul.allow_tf32 = True\n{model_line}"
+    )
+    assert one(result, "torch_compile").after == f"{model_line}\nmodel = torch.compile(model)"
+    assert one(result, "channels_last").after == (
+        f"{model_line}\nmodel = model.to(memory_format=torch.channels_last)"
+    )
+    assert "torch.autocast" in one(result, "mixed_precision").fix
+
+
+def test_a_transformer_program_is_not_told_about_convolutions():
+    result = check("import torch\nmodel = torch.nn.TransformerEncoder(layer, 6).cuda()\n" + TRAINS)
+    assert not found(result, "cudnn_benchmark") and not found(result, "channels_last")
+    assert found(result, "tf32") and found(result, "mixed_precision")
+
+
+def test_a_program_on_the_cpu_gets_no_program_wide_rule():
+    result = check(
+        "import torch\nmodel = torch.nn.Conv2d(3, 8, 3)\nfor x in d:\n"
+        "    model(x).sum().backward()\n"
+    )
+    assert not {f.rule for f in result.findings} & {
+        "cudnn_benchmark",
+        "tf32",
+        "mixed_precision",
+        "torch_compile",
+        "channels_last",
+    }
+
+
+def test_cudnn_benchmark_off_for_determinism_is_a_question_and_off_alone_a_change():
+    deterministic = check(
+        "import torch\ntorch.backends.cudnn.benchmark = False\n"
+        "torch.backends.cudnn.deterministic = True\n" + BARE_LOOP.replace("import torch\n", "")
+    )
+    finding = one(deterministic, "cudnn_benchmark")
+    assert (finding.kind, finding.line) == (Kind.QUESTION, 2)
+    off = check("import torch\ntorch.backends.cudnn.benchmark = False\n" + BARE_LOOP)
+    finding = one(off, "cudnn_benchmark")
+    assert (finding.kind, finding.line) == (Kind.CHANGE, 2)
+    assert finding.after == "torch.backends.cudnn.benchmark = True"
+
+
+def test_tf32_through_matmul_precision_counts_and_highest_does_not():
+    high = check('import torch\ntorch.set_float32_matmul_precision("high")\n' + BARE_LOOP)
+    assert not found(high, "tf32")
+    highest = check('import torch\ntorch.set_float32_matmul_precision("highest")\n' + BARE_LOOP)
+    assert one(highest, "tf32").kind is Kind.CHANGE
+
+
+def test_mixed_precision_counts_autocast_half_and_sixteen_bit_loading():
+    for setting in (
+        "with torch.cuda.amp.autocast():\n    pass\n",
+        "model = model.half()\n",
+        "model = model.to(torch.bfloat16)\n",
+        "m = AutoModel.from_pretrained('x', torch_dtype=torch.float16)\n",
+    ):
+        assert not found(check(BARE_LOOP + setting), "mixed_precision"), setting
+
+
+def test_an_inference_only_program_is_told_about_precision_but_not_compile():
+    result = check(
+        "import torch\nmodel = Net().cuda()\nmodel.eval()\nwith torch.no_grad():\n"
+        "    out = model(x.cuda())\n"
+    )
+    assert one(result, "mixed_precision").kind is Kind.CHANGE
+    assert not found(result, "torch_compile")
+    assert not found(result, "no_grad_evaluation")
+
+
+# --- frameworks, read in their own terms ------------------------------------------------------
+
+
+def test_lightning_precision_missing_wrong_or_unknown():
+    missing = check(GOOD_LIGHTNING.replace(', precision="bf16-mixed"', ""))
+    finding = one(missing, "mixed_precision")
+    assert (finding.kind, finding.line, finding.column) == (Kind.CHANGE, 23, 11)
+    assert 'precision="bf16-mixed")' in finding.after
+    wrong = check(GOOD_LIGHTNING.replace('precision="bf16-mixed"', 'precision="32-true"'))
+    finding = one(wrong, "mixed_precision")
+    assert (finding.kind, finding.line, finding.column) == (Kind.CHANGE, 23, 67)
+    assert 'precision="bf16-mixed"' in finding.after and "32-true" not in finding.after
+    unknown = check(GOOD_LIGHTNING.replace('precision="bf16-mixed"', "precision=args.precision"))
+    finding = one(unknown, "mixed_precision")
+    assert finding.kind is Kind.QUESTION and "`args.precision`" in finding.message
+    assert not unknown.changes
+
+
+def test_lightning_strategy_dp_is_data_parallel_and_benchmark_true_counts():
+    program = GOOD_LIGHTNING.replace(
+        "self.net = torch.compile(torch.nn.Linear(10, 10))",
+        "self.net = torch.compile(torch.nn.Conv2d(3, 8, 3))",
+    )
+    finding = one(check(program), "cudnn_benchmark")
+    assert (finding.line, finding.kind) == (23, Kind.CHANGE)
+    assert "benchmark=True" in finding.after
+    benchmarked = program.replace('strategy="ddp"', 'strategy="ddp", benchmark=True')
+    assert not found(check(benchmarked), "cudnn_benchmark")
+    dp = check(GOOD_LIGHTNING.replace('strategy="ddp"', 'strategy="dp"'))
+    finding = one(dp, "data_parallel")
+    assert (finding.line, finding.kind) == (23, Kind.CHANGE) and 'strategy="ddp"' in finding.after
+
+
+def test_hugging_face_arguments_missing_wrong_or_unknown():
+    bare = check(
+        "from transformers import Trainer, TrainingArguments\n"
+        "args = TrainingArguments(output_dir='out')\n"
+        "Trainer(model=model, args=args).train()\n"
+    )
+    rules = {f.rule: f for f in bare.changes}
+    assert set(rules) == {"dataloader_num_workers", "mixed_precision", "tf32", "torch_compile"}
+    workers = rules["dataloader_num_workers"]
+    assert (workers.line, workers.column) == (2, 8)
+    assert workers.after == (
+        "args = TrainingArguments(output_dir='out', dataloader_num_workers=16)"
+    )
+    assert "bf16=True" in rules["mixed_precision"].after
+    assert not found(bare, "dataloader_pin_memory")  # the Trainer pins memory by default
+    wrong = check(
+        GOOD_HF.replace("bf16=True", "fp16=False").replace(
+            "dataloader_num_workers=16", "dataloader_num_workers=0, dataloader_pin_memory=False"
+        )
+    )
+    assert one(wrong, "mixed_precision").line == 8
+    assert one(wrong, "dataloader_num_workers").line == 4
+    assert one(wrong, "dataloader_pin_memory").line == 7
+    unknown = check(
+        GOOD_HF.replace("bf16=True", "bf16=cfg.bf16").replace(
+            "dataloader_num_workers=16", "dataloader_num_workers=cfg.workers"
+        )
+    )
+    assert {(f.rule, f.kind) for f in unknown.findings} == {
+        ("mixed_precision", Kind.QUESTION),
+        ("dataloader_num_workers", Kind.QUESTION),
+    }
+
+
+def test_seq2seq_and_sft_arguments_are_read_the_same_way():
+    for module, name in (("transformers", "Seq2SeqTrainingArguments"), ("trl", "SFTConfig")):
+        result = check(
+            f"from {module} import {name}\nimport trl\n"
+            f"args = {name}(output_dir='o', bf16=True, tf32=True, torch_compile=True)\n"
+            "trl.SFTTrainer(model=m, args=args).train()\n"
+        )
+        assert [f.rule for f in result.findings] == ["dataloader_num_workers"], name
+
+
+def test_hugging_face_arguments_from_a_parser_are_questions():
+    result = check(
+        "from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+        "(training_args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+        "trainer = Trainer(model=model, args=training_args)\n"
+        "trainer.train()\n"
+    )
+    assert not result.changes
+    assert {f.rule for f in result.questions} == {"dataloader_num_workers", "mixed_precision"}
+    assert all("`training_args`" in f.message for f in result.questions)
+
+
+def test_accelerate_mixed_precision_set_no_or_left_to_the_launcher():
+    body = (
+        "from accelerate import Accelerator\naccelerator = Accelerator({})\n"
+        "model, opt = accelerator.prepare(model, opt)\naccelerator.backward(loss)\n"
+    )
+    assert not found(check(body.format('mixed_precision="bf16"')), "mixed_precision")
+    finding = one(check(body.format('mixed_precision="no"')), "mixed_precision")
+    assert (finding.kind, finding.line, finding.column) == (Kind.CHANGE, 2, 27)
+    assert finding.after == 'accelerator = Accelerator(mixed_precision="bf16")'
+    launcher = one(check(body.format("")), "mixed_precision")
+    assert launcher.kind is Kind.QUESTION and "accelerate launch" in launcher.message

@@ -14,6 +14,13 @@ from guidance.engine.code_check.rules.loading import (
     check_pin_memory,
     check_prefetch_factor,
 )
+from guidance.engine.code_check.rules.program_wide import (
+    check_channels_last,
+    check_cudnn_benchmark,
+    check_mixed_precision,
+    check_tf32,
+    check_torch_compile,
+)
 from guidance.engine.code_check.rules.tensors import check_tensor_created_then_moved
 
 LOCATED = (
@@ -32,4 +39,10 @@ LOCATED = (
     check_tensor_created_then_moved,
     check_cpu_augmentation,
 )
-PROGRAM_WIDE = ()
+PROGRAM_WIDE = (
+    check_mixed_precision,
+    check_cudnn_benchmark,
+    check_tf32,
+    check_torch_compile,
+    check_channels_last,
+)

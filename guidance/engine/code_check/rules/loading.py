@@ -243,7 +243,8 @@ def _hf(project: Project, program: Program):
 def check_hf_dataloader(
     project: Project, program: Program, values: Values
 ) -> Iterator[CodeFinding]:
-    """Hugging Face's Trainer builds its own DataLoaders from the training arguments."""
+    """Hugging Face's Trainer builds its own DataLoaders from the training arguments: its
+    workers (0 by default) and pinned memory (on by default) are said there."""
     for site in _hf(project, program):
         call = site.call
         name = short_call(program, call)
@@ -295,35 +296,6 @@ def check_hf_dataloader(
                 pin.node,
                 f"dataloader_pin_memory {_comes_from(pin)}: make sure it stays True on the GPU.",
                 "Pass True on the cluster.",
-            )
-        if not (known_workers and (_number(workers.value) or 0) > 0):
-            continue
-        persistent = values.argument(call, "dataloader_persistent_workers")
-        if _is_false(persistent):
-            yield make(
-                "dataloader_persistent_workers",
-                Kind.CHANGE,
-                program,
-                call if persistent is None else persistent.node,
-                f"`{name}` lets the Trainer stop its loader workers after every epoch and start "
-                "new ones: each epoch begins with the GPU waiting for them.",
-                "Set dataloader_persistent_workers=True.",
-                _hf_fix(program, call, persistent, {"dataloader_persistent_workers": "True"}),
-            )
-        prefetch = values.argument(call, "dataloader_prefetch_factor")
-        if prefetch is None or (prefetch.known and not _prefetch_enough(prefetch)):
-            yield make(
-                "dataloader_prefetch_factor",
-                Kind.CHANGE,
-                program,
-                call if prefetch is None else prefetch.node,
-                f"`{name}` keeps the default of 2 batches ready per loader worker: a slow batch "
-                "leaves the GPU waiting sooner than with a deeper queue."
-                if prefetch is None
-                else f"dataloader_prefetch_factor={prefetch.text} keeps few batches ready per "
-                "loader worker: a slow batch leaves the GPU waiting.",
-                f"Set dataloader_prefetch_factor={PREFETCH}.",
-                _hf_fix(program, call, prefetch, {"dataloader_prefetch_factor": str(PREFETCH)}),
             )
     if project.frameworks.hf_arguments or program is not project.entry:
         return

@@ -1,0 +1,574 @@
+"""Settings that hold for the whole program: cuDNN's benchmark mode, TF32, mixed precision,
+torch.compile, channels_last (003). Each is said at most once, only for a program that trains or
+evaluates on a GPU, where the fix goes: at the framework's argument when a framework governs it
+(Lightning's Trainer, Hugging Face's TrainingArguments, accelerate's Accelerator), otherwise at
+the first model construction in the entry file (or its first statement after the imports)."""
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from guidance.engine.code_check.context import Project, make
+from guidance.engine.code_check.findings import CodeFinding, Kind
+from guidance.engine.code_check.frameworks import Site
+from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.rules.layers import CONVOLUTIONS
+from guidance.engine.code_check.snippets import (
+    Snippet,
+    insert_lines,
+    set_keywords,
+    short_call,
+    torch_name,
+)
+from guidance.engine.code_check.values import Symbol, Value
+
+CONV_2D = frozenset(
+    {
+        "torch.nn.Conv2d",
+        "torch.nn.ConvTranspose2d",
+        "torch.nn.LazyConv2d",
+        "torch.nn.modules.conv.Conv2d",
+    }
+)
+AUTOCAST = frozenset(
+    {
+        "torch.autocast",
+        "torch.cuda.amp.autocast",
+        "torch.amp.autocast",
+        "torch.amp.autocast_mode.autocast",
+    }
+)
+LOW_PRECISION = frozenset({"float16", "bfloat16", "half", "float8_e4m3fn", "float8_e5m2"})
+MODEL_WORDS = ("model", "net")
+
+
+# --- where a program-wide fix goes -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Place:
+    program: Program
+    statement: ast.stmt
+    model: str = ""  # the name the model is assigned to, where the place is its construction
+
+
+def _place(project: Project) -> Place:
+    entry = project.entry
+    for node in sorted(entry.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
+        if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
+            continue
+        target = entry.segment(node.targets[0])
+        if _builds_model(project, entry, node.value, target):
+            return Place(entry, node, target)
+    body = entry.tree.body
+    for statement in body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring
+        return Place(entry, statement)
+    return Place(entry, body[-1] if body else ast.Pass(lineno=1, col_offset=0, end_lineno=1))
+
+
+def _builds_model(project: Project, program: Program, call: ast.Call, target: str) -> bool:
+    moves = ("to", "cuda")
+    while (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in moves
+        and isinstance(call.func.value, ast.Call)
+    ):
+        call = call.func.value  # Net().to(device): the construction inside
+    qualname = program.qualname(call.func) or ""
+    if qualname.startswith("torchvision.models.") or qualname.startswith("timm."):
+        return True
+    if qualname.endswith("from_pretrained") and "Model" in qualname:
+        return True
+    if isinstance(call.func, ast.Attribute) and call.func.attr in moves:
+        return False  # model.to(device): a move, not a construction
+    if any(program.segment(arg) == target for arg in call.args):
+        return False  # model = DataParallel(model): a wrapper around one built before
+    last = target.rsplit(".", 1)[-1].lower()
+    return any(word in last for word in MODEL_WORDS)
+
+
+def _at_place(
+    rule: str,
+    project: Project,
+    message: str,
+    fix: str,
+    lines: list[str] | None = None,
+    after: bool = False,
+) -> CodeFinding:
+    place = _place(project)
+    snippet = insert_lines(place.program, place.statement, lines, after) if lines else None
+    if snippet is None:
+        statement = place.statement
+        text = place.program.line_text(statement.lineno, statement.lineno)
+        snippet = Snippet(text, "")
+    return make(rule, Kind.CHANGE, place.program, place.statement, message, fix, snippet)
+
+
+# --- reading the program ------------------------------------------------------------------------
+
+
+def _assigned(project: Project, qualname: str) -> list[tuple[Program, ast.Assign, Value]]:
+    """Every `qualname = value` in the program (torch.backends.cudnn.benchmark = True)."""
+    found = []
+    for program in project.programs:
+        values = project.values[program.name]
+        for node in program.by_type[ast.Assign]:
+            if any(program.qualname(t) == qualname for t in node.targets):
+                found.append((program, node, values.value(node.value)))
+    return sorted(found, key=lambda f: (f[0] is not project.entry, f[1].lineno))
+
+
+def _argument(project: Project, site: Site, name: str, position: int | None = None) -> Value | None:
+    return project.values[site.program.name].argument(site.call, name, position)
+
+
+def _node(value: Value) -> ast.AST:
+    return value.node
+
+
+def _is_true(value: Value | None) -> bool:
+    return value is not None and value.known and bool(value.value)
+
+
+def _framework_fix(site: Site, changes: dict[str, str], given: Value | None) -> Snippet:
+    snippet = set_keywords(site.program, site.call, changes)
+    return Snippet(snippet.before, "") if given is not None and given.spread else snippet
+
+
+def _question(rule: str, program: Program, node: ast.AST, message: str, fix: str) -> CodeFinding:
+    return make(rule, Kind.QUESTION, program, node, message, fix)
+
+
+def _calls(project: Project, *qualnames: str) -> list[tuple[Program, ast.Call]]:
+    return project.calls_named(*qualnames)
+
+
+def _builds(project: Project, layers: frozenset[str]) -> bool:
+    for program in project.programs:
+        for qualname in program.calls_by_name:
+            if qualname in layers or qualname.startswith(("torchvision.models.", "timm.")):
+                return True
+    return False
+
+
+# --- cuDNN benchmark ----------------------------------------------------------------------------
+
+
+def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
+    if not project.runs_model_on_gpu or not _builds(project, CONVOLUTIONS):
+        return
+    rule = "cudnn_benchmark"
+    deterministic = _assigned(project, "torch.backends.cudnn.deterministic")
+    reproducible = any(_is_true(value) for _, _, value in deterministic)
+    settings = _assigned(project, "torch.backends.cudnn.benchmark")
+    if any(_is_true(value) for _, _, value in settings):
+        return
+    for site in project.frameworks.lightning[:1]:
+        given = _argument(project, site, "benchmark")
+        if _is_true(given):
+            return
+        lightning_deterministic = _is_true(_argument(project, site, "deterministic"))
+        if given is not None and not given.known:
+            yield _question(
+                rule,
+                site.program,
+                _node(given),
+                f"cuDNN's benchmark mode comes from `{given.text}`: make sure it is True unless "
+                "you need bit-for-bit reproducible runs.",
+                "Pass benchmark=True on the cluster.",
+            )
+            return
+        if lightning_deterministic or reproducible:
+            yield _reproducible(project, site.program, site.call)
+            return
+        if not settings:
+            yield make(
+                rule,
+                Kind.CHANGE,
+                site.program,
+                site.call if given is None else _node(given),
+                f"`{short_call(site.program, site.call)}` leaves cuDNN's benchmark mode off: "
+                "every convolution runs with a default algorithm instead of the fastest one "
+                "for its shapes on this GPU.",
+                "Pass benchmark=True to the Trainer.",
+                _framework_fix(site, {"benchmark": "True"}, given),
+            )
+            return
+    for program, node, value in settings:
+        if not value.known:
+            yield _question(
+                rule,
+                program,
+                node,
+                f"cuDNN's benchmark mode comes from `{value.text}`: make sure it is True unless "
+                "you need bit-for-bit reproducible runs.",
+                "Set it to True on the cluster.",
+            )
+            return
+        if reproducible:
+            yield _reproducible(project, program, node)
+            return
+        torch = torch_name(program)
+        yield make(
+            rule,
+            Kind.CHANGE,
+            program,
+            node,
+            "cuDNN's benchmark mode is turned off here: every convolution runs with a default "
+            "algorithm instead of the fastest one for its shapes on this GPU.",
+            "Set it to True (it times the algorithms once per input shape, then uses the fastest).",
+            Snippet(
+                program.line_text(node.lineno, node.end_lineno or node.lineno),
+                f"{program.indent(node.lineno)}{torch}.backends.cudnn.benchmark = True",
+            ),
+        )
+        return
+    if reproducible:
+        program, node, _ = deterministic[0]
+        yield _reproducible(project, program, node)
+        return
+    torch = torch_name(_place(project).program)
+    yield _at_place(
+        rule,
+        project,
+        "The program builds convolutions but never turns on cuDNN's benchmark mode: every "
+        "convolution then runs with a default algorithm instead of the fastest one for its "
+        "shapes on this GPU.",
+        f"Set {torch}.backends.cudnn.benchmark = True before training (it times the algorithms "
+        "once per input shape, then uses the fastest).",
+        [f"{torch}.backends.cudnn.benchmark = True"],
+    )
+
+
+def _reproducible(project: Project, program: Program, node: ast.AST) -> CodeFinding:
+    return _question(
+        "cudnn_benchmark",
+        program,
+        node,
+        "The program asks cuDNN for deterministic results, so benchmark mode stays off: "
+        "reproducibility is chosen over speed. Is that needed for this run?",
+        "Where exact reproducibility is not needed, set cudnn.benchmark = True (and drop "
+        "deterministic) for faster convolutions.",
+    )
+
+
+# --- TF32 ---------------------------------------------------------------------------------------
+
+
+def check_tf32(project: Project) -> Iterator[CodeFinding]:
+    if not project.runs_model_on_gpu:
+        return
+    rule = "tf32"
+    flags = _assigned(project, "torch.backends.cuda.matmul.allow_tf32")
+    precision_calls = _calls(project, "torch.set_float32_matmul_precision")
+    if any(_is_true(value) for _, _, value in flags):
+        return
+    for program, call in precision_calls:
+        given = project.values[program.name].argument(call, "precision", 0)
+        if given is not None and given.known and given.value in ("high", "medium"):
+            return
+    for site in project.frameworks.hf_arguments[:1]:
+        given = _argument(project, site, "tf32")
+        if _is_true(given):
+            return
+        if given is not None and not given.known:
+            yield _question(
+                rule,
+                site.program,
+                _node(given),
+                f"TF32 comes from `{given.text}`: make sure it is True on GPUs that have it "
+                "(A100, H100 and later).",
+                "Pass tf32=True on the cluster.",
+            )
+            return
+        if not flags and not precision_calls:
+            yield make(
+                rule,
+                Kind.CHANGE,
+                site.program,
+                site.call if given is None else _node(given),
+                f"`{short_call(site.program, site.call)}` does not turn on TF32: float32 matrix "
+                "multiplications then skip the GPU's tensor cores.",
+                "Set tf32=True in the training arguments.",
+                _framework_fix(site, {"tf32": "True"}, given),
+            )
+            return
+    if project.frameworks.hf_trainers and not project.frameworks.hf_arguments:
+        return  # the arguments come from elsewhere (a parser, a config): not knowable
+    for program, node, value in flags:
+        if not value.known:
+            yield _question(
+                rule,
+                program,
+                node,
+                f"TF32 for matrix multiplications comes from `{value.text}`: make sure it is True.",
+                "Set it to True on the cluster.",
+            )
+            return
+    for program, call in precision_calls:
+        given = project.values[program.name].argument(call, "precision", 0)
+        if given is not None and not given.known:
+            yield _question(
+                rule,
+                program,
+                call,
+                f"The float32 matmul precision comes from `{given.text}`: make sure it is "
+                '"high" so that matrix multiplications use TF32.',
+                'Pass "high" on the cluster.',
+            )
+            return
+    torch = torch_name(_place(project).program)
+    yield _at_place(
+        rule,
+        project,
+        "The program never allows TF32 for float32 matrix multiplications, so they skip the "
+        "tensor cores of A100-class and newer GPUs. (cuDNN convolutions already use TF32 by "
+        "default.)",
+        f"Set {torch}.backends.cuda.matmul.allow_tf32 = True (or call "
+        f'{torch}.set_float32_matmul_precision("high")) before training.',
+        [f"{torch}.backends.cuda.matmul.allow_tf32 = True"],
+    )
+
+
+# --- mixed precision ----------------------------------------------------------------------------
+
+
+def _low_precision(value: Value | None) -> bool:
+    if value is None or not value.known:
+        return False
+    if isinstance(value.value, Symbol):
+        return value.value.last in LOW_PRECISION
+    return isinstance(value.value, str) and value.value in (*LOW_PRECISION, "auto")
+
+
+def _uses_reduced_precision(project: Project) -> bool:
+    """autocast anywhere, a half/bfloat16 model, a model loaded in 16 bits."""
+    for program in project.programs:
+        values = project.values[program.name]
+        if program.calls_by_attr.get("autocast") or program.calls_named(*AUTOCAST):
+            return True
+        for name in ("half", "bfloat16"):
+            if any(isinstance(c.func, ast.Attribute) for c in program.calls_by_attr.get(name, ())):
+                return True
+        for call in program.calls_by_attr.get("to", ()):
+            dtype = values.argument(call, "dtype", 0)
+            if _low_precision(dtype):
+                return True
+        for keyword in program.by_type[ast.keyword]:
+            if keyword.arg in ("torch_dtype", "dtype") and _low_precision(
+                values.value(keyword.value)
+            ):
+                return True
+        for call in program.calls_named("torch.set_default_dtype"):
+            if call.args and _low_precision(values.value(call.args[0])):
+                return True
+    return False
+
+
+def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
+    if not project.runs_model_on_gpu or _uses_reduced_precision(project):
+        return
+    rule = "mixed_precision"
+    frameworks = project.frameworks
+    for site in frameworks.lightning[:1]:
+        yield from _lightning_precision(project, site)
+        return
+    for site in frameworks.hf_arguments[:1]:
+        yield from _hf_precision(project, site)
+        return
+    for site in frameworks.hf_trainers[:1]:
+        arguments = _argument(project, site, "args", 1)
+        if arguments is not None:
+            yield _question(
+                rule,
+                site.program,
+                site.call,
+                f"The Trainer's precision comes from `{arguments.text}`, which the code does "
+                "not build here: make sure bf16 (or fp16) is set on the cluster.",
+                "Pass --bf16 (or set bf16=True where the arguments are made).",
+            )
+            return
+    for site in frameworks.accelerators[:1]:
+        given = _argument(project, site, "mixed_precision")
+        if given is not None and given.known and given.value in ("fp16", "bf16", "fp8"):
+            return
+        if given is not None and given.known:
+            yield make(
+                rule,
+                Kind.CHANGE,
+                site.program,
+                _node(given),
+                f'mixed_precision="{given.value}" runs the model in float32: the tensor cores '
+                "do far more per cycle in bfloat16 or float16, and activations take half the "
+                "memory.",
+                'Pass mixed_precision="bf16" (or "fp16" on GPUs without bfloat16).',
+                _framework_fix(site, {"mixed_precision": '"bf16"'}, given),
+            )
+            return
+        where = f"`{given.text}`" if given is not None else "the launcher (`accelerate launch`)"
+        yield _question(
+            rule,
+            site.program,
+            site.call if given is None else _node(given),
+            f"The Accelerator's mixed precision comes from {where}: make sure it is bf16 (or "
+            "fp16) on the cluster.",
+            'Pass mixed_precision="bf16" to the Accelerator, or --mixed_precision bf16 to '
+            "accelerate launch.",
+        )
+        return
+    if frameworks.hf_trainers:
+        return  # a Trainer with its default arguments: said by the arguments' absence elsewhere
+    yield _at_place(
+        rule,
+        project,
+        "The program runs its model in float32 throughout: with automatic mixed precision the "
+        "tensor cores do far more per cycle and activations take half the memory. Check that "
+        "the model stays stable before relying on it.",
+        'Run the forward pass and the loss under `with torch.autocast(device_type="cuda", '
+        "dtype=torch.bfloat16):` (with float16, also scale the loss with "
+        "torch.amp.GradScaler).",
+    )
+
+
+def _lightning_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
+    given = _argument(project, site, "precision")
+    if given is not None and given.known:
+        text = str(given.value)
+        if text.startswith(("16", "bf16", "transformer-engine")) or text in ("8", "fp8"):
+            return
+    if given is not None and not given.known:
+        yield _question(
+            "mixed_precision",
+            site.program,
+            _node(given),
+            f"The Trainer's precision comes from `{given.text}`: make sure it is "
+            '"bf16-mixed" (or "16-mixed") on the cluster.',
+            'Pass precision="bf16-mixed".',
+        )
+        return
+    now = "uses the default, 32-bit precision" if given is None else f"sets precision={given.text}"
+    yield make(
+        "mixed_precision",
+        Kind.CHANGE,
+        site.program,
+        site.call if given is None else _node(given),
+        f"`{short_call(site.program, site.call)}` {now}: with mixed precision the tensor cores "
+        "do far more per cycle and activations take half the memory.",
+        'Pass precision="bf16-mixed" (or "16-mixed" on GPUs without bfloat16).',
+        _framework_fix(site, {"precision": '"bf16-mixed"'}, given),
+    )
+
+
+def _hf_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
+    bf16, fp16 = _argument(project, site, "bf16"), _argument(project, site, "fp16")
+    if _is_true(bf16) or _is_true(fp16):
+        return
+    unknown = next((v for v in (bf16, fp16) if v is not None and not v.known), None)
+    if unknown is not None:
+        yield _question(
+            "mixed_precision",
+            site.program,
+            _node(unknown),
+            f"Mixed precision comes from `{unknown.text}`: make sure bf16 (or fp16) is True on "
+            "the cluster.",
+            "Pass bf16=True.",
+        )
+        return
+    off = next((v for v in (bf16, fp16) if v is not None), None)
+    yield make(
+        "mixed_precision",
+        Kind.CHANGE,
+        site.program,
+        site.call if off is None else _node(off),
+        f"`{short_call(site.program, site.call)}` trains in float32: with bf16 (or fp16) the "
+        "tensor cores do far more per cycle and activations take half the memory.",
+        "Set bf16=True (fp16=True on GPUs without bfloat16).",
+        _framework_fix(site, {"bf16": "True"}, off),
+    )
+
+
+# --- torch.compile ------------------------------------------------------------------------------
+
+
+def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
+    if not project.trains or not project.on_gpu:
+        return
+    rule = "torch_compile"
+    if _calls(project, "torch.compile"):
+        return
+    for program, call in project.calls_with_attr("compile"):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if receiver is not None and any(
+            w in program.segment(receiver).lower() for w in MODEL_WORDS
+        ):
+            return  # model.compile(): nn.Module's own
+    for site in project.frameworks.hf_arguments[:1]:
+        given = _argument(project, site, "torch_compile")
+        if _is_true(given):
+            return
+        if given is not None and not given.known:
+            yield _question(
+                rule,
+                site.program,
+                _node(given),
+                f"torch.compile comes from `{given.text}`: consider turning it on once the "
+                "training runs correctly.",
+                "Pass torch_compile=True.",
+            )
+            return
+        yield make(
+            rule,
+            Kind.CHANGE,
+            site.program,
+            site.call if given is None else _node(given),
+            f"`{short_call(site.program, site.call)}` does not compile the model: "
+            "torch.compile fuses its operations into fewer, faster GPU kernels.",
+            "Set torch_compile=True once training runs correctly (compilation can fail on "
+            "unusual models: try it first).",
+            _framework_fix(site, {"torch_compile": "True"}, given),
+        )
+        return
+    if project.frameworks.hf_trainers:
+        return  # its arguments come from elsewhere
+    place = _place(project)
+    torch = torch_name(place.program)
+    model = place.model or "model"
+    yield _at_place(
+        rule,
+        project,
+        "The program never compiles its model: torch.compile fuses its operations into fewer, "
+        "faster GPU kernels.",
+        f"Once training runs correctly, add `{model} = {torch}.compile({model})` after the model "
+        "is built (wrap it in try/except: compilation can fail on unusual models).",
+        [f"{model} = {torch}.compile({model})"] if place.model else None,
+        after=True,
+    )
+
+
+# --- channels_last ------------------------------------------------------------------------------
+
+
+def check_channels_last(project: Project) -> Iterator[CodeFinding]:
+    if not project.runs_model_on_gpu or not _builds(project, CONV_2D):
+        return
+    for program in project.programs:
+        for node in program.by_type[ast.Attribute]:
+            if node.attr == "channels_last":
+                return
+    place = _place(project)
+    torch = torch_name(place.program)
+    model = place.model or "model"
+    yield _at_place(
+        "channels_last",
+        project,
+        "The program's convolutional vision model uses the default channels-first memory "
+        "layout: in channels_last, convolutions run faster on the tensor cores.",
+        f"Convert the model with `{model} = {model}.to(memory_format={torch}.channels_last)` "
+        "and each input batch the same way, where no code depends on the exact dimension order.",
+        [f"{model} = {model}.to(memory_format={torch}.channels_last)"] if place.model else None,
+        after=True,
+    )
