@@ -20,6 +20,9 @@ class Project:
     cpus: int  # the num_workers to suggest: the job's CPUs per GPU, else the cluster's
     measured: Measured | None = None
     values: dict[str, Values] = field(default_factory=dict)
+    # What several rules ask, found once per check (where program-wide fixes go, a loader's
+    # arguments): key -> answer.
+    memo: dict[object, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.values = {p.name: Values(p) for p in self.programs}

@@ -35,6 +35,8 @@ class Program:
     calls: list[ast.Call] = field(default_factory=list)
     calls_by_name: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
     calls_by_attr: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
+    members: dict[ast.AST, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
+    _qualnames: dict[ast.AST, str | None] = field(default_factory=dict)
 
     # --- where nodes are ---------------------------------------------------------------
 
@@ -80,6 +82,13 @@ class Program:
         """`nn.Conv2d` -> "torch.nn.Conv2d" through the file's imports; a dotted name the
         imports do not explain stays as written; None for anything but names and attributes.
         Iterative: a 2,000-attribute chain is as cheap as a short one."""
+        if node in self._qualnames:
+            return self._qualnames[node]
+        found = self._qualname(node)
+        self._qualnames[node] = found
+        return found
+
+    def _qualname(self, node: ast.AST | None) -> str | None:
         attrs: list[str] = []
         while isinstance(node, ast.Attribute):
             attrs.append(node.attr)
@@ -108,10 +117,14 @@ class Program:
 
     def scope_of(self, node: ast.AST) -> ast.AST:
         """The function, lambda, class or module whose names the node sees first."""
-        parent = self.parents.get(node)
-        while parent is not None and not isinstance(parent, SCOPES):
-            parent = self.parents.get(parent)
-        return parent if parent is not None else self.tree
+        child, parent = node, self.parents.get(node)
+        while parent is not None and type(parent) not in _OPENERS:
+            child, parent = parent, self.parents.get(parent)
+        if parent is None:
+            return self.tree
+        if child in _outer_parts(parent):
+            return self.scope_of(parent)  # a decorator or base: it runs around the scope
+        return parent
 
     def function_of(self, node: ast.AST) -> ast.AST:
         """The function (or the module) the node runs in: classes are looked through."""
@@ -131,26 +144,36 @@ class Program:
             yield parent
             parent = self.parents.get(parent)
 
-    def walk_scope(self, scope: ast.AST):
-        """Every node of a scope's body, without going into nested functions or classes (their
-        decorators and defaults run in this scope, so they are included)."""
-        stack = list(ast.iter_child_nodes(scope))
-        while stack:
-            node = stack.pop()
-            yield node
-            if isinstance(node, SCOPES):
-                stack.extend(_outer_parts(node))
-            else:
-                stack.extend(ast.iter_child_nodes(node))
+    def walk_scope(self, scope: ast.AST) -> list[ast.AST]:
+        """Every node of a scope's body but its names and constants, without those of nested
+        functions or classes (their decorators, bases and annotations of returns run in this
+        scope, so they are in)."""
+        return self.members.get(scope, [])
 
 
-def _outer_parts(node: ast.AST) -> list[ast.AST]:
-    if isinstance(node, ast.Lambda):
-        return [*node.args.defaults, *filter(None, node.args.kw_defaults)]
-    parts: list[ast.AST] = list(node.decorator_list)
-    if isinstance(node, ast.ClassDef):
-        return [*parts, *node.bases, *node.keywords]
-    return [*parts, *node.args.defaults, *filter(None, node.args.kw_defaults)]
+# Parts of a function or class evaluated in the scope around it.
+_OUTER_FIELDS = frozenset({"decorator_list", "bases", "keywords", "returns"})
+# Operator and context nodes are shared singletons in CPython's trees, the others hold plain
+# values (or aliases, read from their import): never walked.
+_SKIPPED_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "kind"}
+    | {"type_comment", "conversion", "is_async", "simple", "type_params", "type_ignores"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+# Nodes with nothing below them worth a scope entry: their scope is their parent's.
+_LEAVES = frozenset({ast.Name, ast.Constant})
+_OPENERS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
+
+
+def _outer_parts(scope: ast.AST) -> tuple[ast.AST, ...]:
+    """The direct children of a function or class that run in the scope around it."""
+    return tuple(child for name in _OUTER_FIELDS for child in _as_list(getattr(scope, name, None)))
+
+
+def _as_list(value: object) -> list:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
 
 
 def parse_program(name: str, text: str) -> Program:
@@ -171,14 +194,35 @@ def parse_program(name: str, text: str) -> Program:
 
 
 def _index(program: Program) -> None:
-    parents, by_type = program.parents, program.by_type
-    stack: list[ast.AST] = [program.tree]
+    """One pass over the tree: parents, nodes by type, each node's scope and each scope's
+    nodes. Iterative, with each type's fields looked up once, and names and constants (half
+    the nodes, with nothing below them) recorded where they are met: the checker's hot loop."""
+    parents, by_type, members = program.parents, program.by_type, program.members
+    tree, AST, leaves, openers = program.tree, ast.AST, _LEAVES, _OPENERS
+    stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
+    by_type[ast.Module].append(tree)
     while stack:
-        node = stack.pop()
-        by_type[type(node)].append(node)
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-            stack.append(child)
+        node, scope = stack.pop()
+        kind = type(node)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+        opens = kind in openers
+        for name in fields:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            inner = node if opens and name not in _OUTER_FIELDS else scope
+            for item in value if type(value) is list else (value,):
+                item_kind = type(item)
+                if item_kind in leaves:
+                    by_type[item_kind].append(item)
+                    parents[item] = node
+                elif isinstance(item, AST):
+                    by_type[item_kind].append(item)
+                    parents[item] = node
+                    members[inner].append(item)
+                    stack.append((item, inner))
     for node in by_type[ast.Import]:
         for alias in node.names:
             if alias.asname:

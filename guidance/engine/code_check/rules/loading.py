@@ -77,9 +77,17 @@ def _cpus(project: Project) -> str:
     return f"{project.cpus} CPUs per GPU here"
 
 
+def _loaders(project: Project, program: Program, values: Values) -> list[Loader]:
+    """The file's DataLoader calls with their arguments, read once for the four rules."""
+    key = ("loaders", program.name)
+    if key not in project.memo:
+        project.memo[key] = [Loader(program, values, call) for call in dataloaders(program)]
+    return project.memo[key]  # type: ignore[return-value]
+
+
 def check_num_workers(project: Project, program: Program, values: Values) -> Iterator[CodeFinding]:
-    for call in dataloaders(program):
-        loader = Loader(program, values, call)
+    for loader in _loaders(project, program, values):
+        call = loader.call
         if loader.without_workers:
             changes = {"num_workers": str(project.cpus)}
             if loader.pin_memory is None or not loader.pin_memory.value:
@@ -128,8 +136,8 @@ def _prefetch_enough(value: Value | None) -> bool:
 
 
 def check_pin_memory(project: Project, program: Program, values: Values) -> Iterator[CodeFinding]:
-    for call in dataloaders(program):
-        loader = Loader(program, values, call)
+    for loader in _loaders(project, program, values):
+        call = loader.call
         pin = loader.pin_memory
         if _is_false(pin):
             yield make(
@@ -158,8 +166,8 @@ def check_pin_memory(project: Project, program: Program, values: Values) -> Iter
 def check_persistent_workers(
     project: Project, program: Program, values: Values
 ) -> Iterator[CodeFinding]:
-    for call in dataloaders(program):
-        loader = Loader(program, values, call)
+    for loader in _loaders(project, program, values):
+        call = loader.call
         if loader.without_workers:
             continue  # the num_workers fix sets it too
         explicit_off = loader.persistent is not None and loader.persistent.known
@@ -180,8 +188,8 @@ def check_persistent_workers(
 def check_prefetch_factor(
     project: Project, program: Program, values: Values
 ) -> Iterator[CodeFinding]:
-    for call in dataloaders(program):
-        loader = Loader(program, values, call)
+    for loader in _loaders(project, program, values):
+        call = loader.call
         if not loader.with_workers:
             continue
         prefetch = loader.prefetch
@@ -205,7 +213,7 @@ def check_batch_size(project: Project, program: Program, values: Values) -> Iter
         return
     if measured.peak_memory_gb >= measured.memory_total_gb / 2:
         return
-    sites = [(c, Loader(program, values, c).batch_size) for c in dataloaders(program)]
+    sites = [(loader.call, loader.batch_size) for loader in _loaders(project, program, values)]
     sites += [
         (s.call, values.argument(s.call, "per_device_train_batch_size"))
         for s in _hf(project, program)

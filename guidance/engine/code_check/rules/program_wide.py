@@ -53,6 +53,13 @@ class Place:
 
 
 def _place(project: Project) -> Place:
+    place = project.memo.get("place")
+    if place is None:
+        place = project.memo["place"] = _find_place(project)
+    return place  # type: ignore[return-value]
+
+
+def _find_place(project: Project) -> Place:
     entry = project.entry
     for node in sorted(entry.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
         if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
@@ -114,10 +121,14 @@ def _at_place(
 def _assigned(project: Project, qualname: str) -> list[tuple[Program, ast.Assign, Value]]:
     """Every `qualname = value` in the program (torch.backends.cudnn.benchmark = True)."""
     found = []
+    last = qualname.rsplit(".", 1)[-1]
     for program in project.programs:
         values = project.values[program.name]
         for node in program.by_type[ast.Assign]:
-            if any(program.qualname(t) == qualname for t in node.targets):
+            if any(
+                isinstance(t, ast.Attribute) and t.attr == last and program.qualname(t) == qualname
+                for t in node.targets
+            ):
                 found.append((program, node, values.value(node.value)))
     return sorted(found, key=lambda f: (f[0] is not project.entry, f[1].lineno))
 
