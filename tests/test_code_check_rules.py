@@ -1076,3 +1076,77 @@ def test_accelerate_mixed_precision_set_no_or_left_to_the_launcher():
     assert finding.after == 'accelerator = Accelerator(mixed_precision="bf16")'
     launcher = one(check(body.format("")), "mixed_precision")
     assert launcher.kind is Kind.QUESTION and "accelerate launch" in launcher.message
+
+
+# --- odd but valid Python never breaks the check ----------------------------------------------
+
+ODD_PROGRAMS = {
+    "deep nesting": "".join("    " * i + f"def f{i}(x=lambda: 0):\n" for i in range(80))
+    + "    " * 80
+    + "return DataLoader(ds)\n",
+    "long attribute chain": "x = torch" + ".nn" * 2_000 + "\ny = a" + ".b" * 2_000 + "(0)\n",
+    "long expression": "x = " + " + ".join(["1"] * 900) + "\n",
+    "lambdas and walrus": "f = lambda kw={'num_workers': 0}: DataLoader(ds, **kw)\n"
+    "if (n := 0) == 0:\n    l = DataLoader(ds, num_workers=n)\n"
+    "g = [(w := k) for k in range(3)]\n",
+    "match": "match cfg:\n    case {'workers': int(w)}:\n"
+    "        l = DataLoader(ds, num_workers=w)\n"
+    "    case [a, *rest]:\n        pass\n    case Point(x=0) | None:\n        pass\n",
+    "decorators": "@a.b(c)\n@d\nclass C(Base, metaclass=M):\n    @property\n"
+    "    @torch.no_grad()\n    def f(self):\n        self.eval()\n        return self(1)\n",
+    "f-strings": "name = 'x'\ns = f\"{name!r:>{width}} {f'{1 + 2}'} {DataLoader(ds)}\"\n",
+    "async": "async def main():\n    async with lock as (a, b):\n"
+    "        async for x in DataLoader(ds):\n            await model(x)\n"
+    "    return [y async for y in aiter()]\n",
+    "unicode": "café = 'naïve ✓'\n\U0001d465 = DataLoader(ds, num_workers=0)  # ünïcode\n",
+    "form feed and odd lines": "x = 1\n\x0c\ny = 2  # \u2028 in a comment\r\n"
+    "l = DataLoader(ds)\r\n",
+    "star imports": "from torch.utils.data import *\nfrom torch.nn import *\n"
+    "l = DataLoader(ds)\nm = DataParallel(Conv2d(3, 8, 3))\n",
+    "stubs and ellipses": "def f(x: 'A[int]', *a, **k) -> ...: ...\nclass P(Protocol): ...\n"
+    "type Alias = list[int]\ndef g[T](x: T) -> T: return x\n",
+    "global and del": "global w\nw = 0\ndel w\nkw = {}\nkw |= {'num_workers': 0}\n"
+    "l = DataLoader(ds, **kw)\n",
+    "self-reference": "a = b\nb = a\nl = DataLoader(ds, num_workers=a)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_PROGRAMS))
+def test_odd_but_valid_python_never_breaks_the_check(name):
+    source = "import torch\nfrom torch.utils.data import DataLoader\n" + ODD_PROGRAMS[name]
+    result = check_code({"train.py": source + TRAINS, "b.py": source}, DGX)
+    assert result.files == ("train.py", "b.py"), result.unreadable
+    for finding in result.findings:
+        assert 1 <= finding.line <= finding.end_line and finding.column >= 1
+
+
+def test_odd_programs_are_still_read_where_they_are_plain():
+    source = "import torch\nfrom torch.utils.data import DataLoader\n"
+    star = check_code({"train.py": source + ODD_PROGRAMS["star imports"] + TRAINS}, DGX)
+    assert found(star, "dataloader_num_workers") and found(star, "data_parallel")
+    unicode = check_code({"train.py": source + ODD_PROGRAMS["unicode"] + TRAINS}, DGX)
+    finding = found(unicode, "dataloader_num_workers")[0]
+    assert (finding.line, finding.column) == (4, 5)  # columns in characters, not bytes
+    odd_lines = check_code(
+        {"train.py": source + ODD_PROGRAMS["form feed and odd lines"] + TRAINS}, DGX
+    )
+    assert found(odd_lines, "dataloader_num_workers")[0].line == 6
+    loop = check_code({"train.py": source + ODD_PROGRAMS["self-reference"] + TRAINS}, DGX)
+    assert found(loop, "dataloader_num_workers")[0].kind is Kind.QUESTION
+
+
+def test_nesting_too_deep_for_the_parser_is_unreadable_not_an_error():
+    result = check_code({"train.py": "x = " + " + ".join(["1"] * 50_000) + "\n"}, DGX)
+    (bad,) = result.unreadable
+    assert "nested too deeply" in bad.message and result.findings == ()
+
+
+def test_a_rule_that_fails_on_odd_code_stays_quiet_and_the_others_still_speak(monkeypatch):
+    from guidance.engine.code_check import check as check_module
+
+    def broken(project, program, values):
+        raise RecursionError("odd code")
+
+    monkeypatch.setattr(check_module, "LOCATED", (broken, *check_module.LOCATED))
+    result = check(ORDERED)
+    assert found(result, "data_parallel") and found(result, "dataloader_persistent_workers")

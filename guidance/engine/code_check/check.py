@@ -99,11 +99,14 @@ def _read(files: Mapping, order: list[str]) -> tuple[list[Program], list[Unreada
         try:
             programs.append(parse_program(name, text))
         except NotPython as error:
-            where = f" (line {error.line})" if error.line else ""
-            unreadable.append(
-                Unreadable(name, f"{name} is not Python: {error.reason}{where}.", error.line)
-            )
+            unreadable.append(Unreadable(name, _not_python(name, error), error.line))
     return programs, unreadable
+
+
+def _not_python(name: str, error: NotPython) -> str:
+    if error.line is None:
+        return f"{name} could not be read: {error.reason}."
+    return f"{name} is not Python: {error.reason} (line {error.line})."
 
 
 def _text(name: str, content: object) -> tuple[str, str, int]:

@@ -185,7 +185,7 @@ def parse_program(name: str, text: str) -> Program:
         reason = (error.msg or "invalid syntax").rstrip(".")
         raise NotPython(reason, error.lineno) from None
     except (RecursionError, MemoryError):
-        raise NotPython("too deeply nested for Python's parser") from None
+        raise NotPython("nested too deeply for Python's parser to read") from None
     except ValueError as error:  # e.g. a NUL character in the source
         raise NotPython(str(error)) from None
     program = Program(name, text, tree, text.split("\n"))

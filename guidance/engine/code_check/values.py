@@ -11,7 +11,13 @@ from guidance.engine.code_check.program import FUNCTIONS, Program
 # Methods that change a dict in place: a dict they are called on is no longer the literal.
 _MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_DEPTH = 8  # names that stand for names: followed this far, no further (and never in a loop)
+_DEPTH = 8
+# The nodes that bind or change a name; every other node of a scope is passed over.
+_BINDINGS = frozenset(
+    {ast.Assign, ast.NamedExpr, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor}
+    | {ast.comprehension, ast.withitem, ast.Import, ast.ImportFrom, ast.ExceptHandler}
+    | {ast.Global, ast.Nonlocal, ast.Delete, ast.Call, *_DEFINITIONS}
+)  # names that stand for names: followed this far, no further (and never in a loop)
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,8 @@ class Values:
                 if arg is not None:
                     unknown(arg.arg)
         for node in self.program.walk_scope(scope_node):
+            if type(node) not in _BINDINGS:
+                continue
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):

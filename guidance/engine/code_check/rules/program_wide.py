@@ -20,7 +20,7 @@ from guidance.engine.code_check.snippets import (
     short_call,
     torch_name,
 )
-from guidance.engine.code_check.values import Symbol, Value
+from guidance.engine.code_check.values import Symbol, Value, Values
 
 CONV_2D = frozenset(
     {
@@ -64,9 +64,10 @@ def _find_place(project: Project) -> Place:
     for node in sorted(entry.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
         if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
             continue
-        target = entry.segment(node.targets[0])
-        if _builds_model(project, entry, node.value, target):
-            return Place(entry, node, target)
+        target = node.targets[0]
+        name = getattr(target, "id", None) or getattr(target, "attr", None)
+        if name and _builds_model(entry, node.value, name.lower(), target):
+            return Place(entry, node, entry.segment(target))
     body = entry.tree.body
     for statement in body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -77,7 +78,9 @@ def _find_place(project: Project) -> Place:
     return Place(entry, body[-1] if body else ast.Pass(lineno=1, col_offset=0, end_lineno=1))
 
 
-def _builds_model(project: Project, program: Program, call: ast.Call, target: str) -> bool:
+def _builds_model(program: Program, call: ast.Call, name: str, target: ast.expr) -> bool:
+    """`model = Net()`, `self.net = torchvision.models.resnet50().cuda()`: a model built, not
+    moved (`model.to(device)`) nor wrapped (`model = DDP(model)`)."""
     moves = ("to", "cuda")
     while (
         isinstance(call.func, ast.Attribute)
@@ -85,17 +88,15 @@ def _builds_model(project: Project, program: Program, call: ast.Call, target: st
         and isinstance(call.func.value, ast.Call)
     ):
         call = call.func.value  # Net().to(device): the construction inside
-    qualname = program.qualname(call.func) or ""
-    if qualname.startswith("torchvision.models.") or qualname.startswith("timm."):
-        return True
-    if qualname.endswith("from_pretrained") and "Model" in qualname:
-        return True
     if isinstance(call.func, ast.Attribute) and call.func.attr in moves:
-        return False  # model.to(device): a move, not a construction
-    if any(program.segment(arg) == target for arg in call.args):
-        return False  # model = DataParallel(model): a wrapper around one built before
-    last = target.rsplit(".", 1)[-1].lower()
-    return any(word in last for word in MODEL_WORDS)
+        return False
+    if any(word in name for word in MODEL_WORDS):
+        target_text = program.segment(target)
+        return not any(program.segment(arg) == target_text for arg in call.args)
+    qualname = program.qualname(call.func) or ""
+    if qualname.startswith(("torchvision.models.", "timm.")):
+        return True
+    return qualname.endswith("from_pretrained") and "Model" in qualname
 
 
 def _at_place(
@@ -366,8 +367,8 @@ def _uses_reduced_precision(project: Project) -> bool:
             if any(isinstance(c.func, ast.Attribute) for c in program.calls_by_attr.get(name, ())):
                 return True
         for call in program.calls_by_attr.get("to", ()):
-            dtype = values.argument(call, "dtype", 0)
-            if _low_precision(dtype):
+            given = [k.value for k in call.keywords if k.arg == "dtype"] + call.args[:1]
+            if any(_low_precision(_dtype(program, values, arg)) for arg in given):
                 return True
         for keyword in program.by_type[ast.keyword]:
             if keyword.arg in ("torch_dtype", "dtype") and _low_precision(
@@ -378,6 +379,17 @@ def _uses_reduced_precision(project: Project) -> bool:
             if call.args and _low_precision(values.value(call.args[0])):
                 return True
     return False
+
+
+def _dtype(program: Program, values: Values, node: ast.AST) -> Value | None:
+    """What a `.to(...)` is given, where it may be a dtype: torch.float16 and the like, or a
+    name that says it is one (`dtype`, `amp_dtype`); other names (the device) are not read."""
+    if isinstance(node, ast.Attribute):
+        qualname = program.qualname(node)
+        return Value(node, True, Symbol(qualname)) if qualname else None
+    if isinstance(node, ast.Name) and "dtype" in node.id.lower():
+        return values.value(node)
+    return None
 
 
 def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
