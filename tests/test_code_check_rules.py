@@ -1150,3 +1150,31 @@ def test_a_rule_that_fails_on_odd_code_stays_quiet_and_the_others_still_speak(mo
     monkeypatch.setattr(check_module, "LOCATED", (broken, *check_module.LOCATED))
     result = check(ORDERED)
     assert found(result, "data_parallel") and found(result, "dataloader_persistent_workers")
+
+
+def test_the_program_wide_place_is_the_programs_own_model_class_built():
+    result = check(
+        """\
+        import torch
+        from torch import nn
+
+        class AutoEncoder(nn.Module):
+            def forward(self, x):
+                return x
+
+        net_config = dict(width=3)
+        encoder = AutoEncoder().cuda()
+        """
+        + TRAINS
+    )
+    finding = one(result, "torch_compile")
+    assert finding.line == 9
+    assert finding.after == "encoder = AutoEncoder().cuda()\nencoder = torch.compile(encoder)"
+
+
+def test_a_model_picked_from_torchvisions_table_is_a_vision_model():
+    result = check(
+        "import torch\nimport torchvision.models as models\n"
+        "model = models.__dict__[args.arch]().cuda()\n" + TRAINS
+    )
+    assert one(result, "channels_last").line == 3 and one(result, "cudnn_benchmark").line == 3

@@ -49,14 +49,18 @@ class Project:
         for program, call in self.calls_with_attr("step"):
             receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
             text = program.segment(receiver).lower() if receiver is not None else ""
-            if "optim" in text or text in ("opt", "scaler"):
+            if "optim" in text or text.startswith("opt") or text == "scaler":
                 return True
         return False
 
     @cached_property
     def evaluates(self) -> bool:
-        """It puts a model in eval mode, or generates with one."""
+        """It puts a model in eval mode, generates with one, runs a Hugging Face pipeline or
+        turns gradients off: inference."""
         if any(isinstance(c.func, ast.Attribute) for _, c in self.calls_with_attr("generate")):
+            return True
+        inference = ("transformers.pipeline", "torch.no_grad", "torch.inference_mode")
+        if self.calls_named(*inference):
             return True
         return any(
             not call.args and not call.keywords and isinstance(call.func, ast.Attribute)
@@ -72,6 +76,8 @@ class Project:
             for node in program.by_type[ast.Attribute]:
                 if node.attr in ("cuda", "DistributedDataParallel", "DataParallel"):
                     return True
+            if any(k.arg == "device_map" for k in program.by_type[ast.keyword]):
+                return True  # Hugging Face places the model on the GPUs
             for node in program.by_type[ast.Constant]:
                 value = node.value
                 if isinstance(value, str) and (

@@ -40,6 +40,8 @@ AUTOCAST = frozenset(
 )
 LOW_PRECISION = frozenset({"float16", "bfloat16", "half", "float8_e4m3fn", "float8_e5m2"})
 MODEL_WORDS = ("model", "net")
+# Convolutional vision models built by a library: torchvision's and timm's.
+VISION_MODELS = ("torchvision.models.", "timm.create_model", "timm.models.")
 
 
 # --- where a program-wide fix goes -------------------------------------------------------------
@@ -61,12 +63,13 @@ def _place(project: Project) -> Place:
 
 def _find_place(project: Project) -> Place:
     entry = project.entry
+    classes = _model_classes(project)
     for node in sorted(entry.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
         if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
             continue
         target = node.targets[0]
         name = getattr(target, "id", None) or getattr(target, "attr", None)
-        if name and _builds_model(entry, node.value, name.lower(), target):
+        if name and _builds_model(entry, node.value, name.lower(), target, classes):
             return Place(entry, node, entry.segment(target))
     body = entry.tree.body
     for statement in body:
@@ -78,7 +81,21 @@ def _find_place(project: Project) -> Place:
     return Place(entry, body[-1] if body else ast.Pass(lineno=1, col_offset=0, end_lineno=1))
 
 
-def _builds_model(program: Program, call: ast.Call, name: str, target: ast.expr) -> bool:
+def _model_classes(project: Project) -> frozenset[str]:
+    """The program's own model classes: those built on nn.Module, a LightningModule, a
+    Hugging Face PreTrainedModel."""
+    names = set()
+    for program in project.programs:
+        for node in program.by_type[ast.ClassDef]:
+            bases = [program.segment(base) for base in node.bases]
+            if any(base.endswith(("Module", "PreTrainedModel")) for base in bases):
+                names.add(node.name)
+    return frozenset(names)
+
+
+def _builds_model(
+    program: Program, call: ast.Call, name: str, target: ast.expr, classes: frozenset[str]
+) -> bool:
     """`model = Net()`, `self.net = torchvision.models.resnet50().cuda()`: a model built, not
     moved (`model.to(device)`) nor wrapped (`model = DDP(model)`)."""
     moves = ("to", "cuda")
@@ -90,11 +107,13 @@ def _builds_model(program: Program, call: ast.Call, name: str, target: ast.expr)
         call = call.func.value  # Net().to(device): the construction inside
     if isinstance(call.func, ast.Attribute) and call.func.attr in moves:
         return False
-    if any(word in name for word in MODEL_WORDS):
+    built = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+    last_word = name.rsplit("_", 1)[-1]  # net_config is a config, resnet and self.model models
+    if last_word.endswith(MODEL_WORDS) or last_word == "network" or built in classes:
         target_text = program.segment(target)
         return not any(program.segment(arg) == target_text for arg in call.args)
     qualname = program.qualname(call.func) or ""
-    if qualname.startswith(("torchvision.models.", "timm.")):
+    if qualname.startswith(VISION_MODELS):
         return True
     return qualname.endswith("from_pretrained") and "Model" in qualname
 
@@ -162,7 +181,12 @@ def _calls(project: Project, *qualnames: str) -> list[tuple[Program, ast.Call]]:
 def _builds(project: Project, layers: frozenset[str]) -> bool:
     for program in project.programs:
         for qualname in program.calls_by_name:
-            if qualname in layers or qualname.startswith(("torchvision.models.", "timm.")):
+            if qualname in layers or qualname.startswith(VISION_MODELS):
+                return True
+        for node in program.by_type[ast.Attribute]:  # models.__dict__[args.arch]()
+            if isinstance(node.value, ast.Name) and (program.qualname(node) or "").startswith(
+                VISION_MODELS
+            ):
                 return True
     return False
 
