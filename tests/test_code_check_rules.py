@@ -1178,3 +1178,36 @@ def test_a_model_picked_from_torchvisions_table_is_a_vision_model():
         "model = models.__dict__[args.arch]().cuda()\n" + TRAINS
     )
     assert one(result, "channels_last").line == 3 and one(result, "cudnn_benchmark").line == 3
+
+
+def test_each_class_has_its_own_layers_of_the_same_name():
+    result = check(
+        """\
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(8, 8, 3, bias=False)
+                self.bn1 = nn.BatchNorm2d(8)
+
+            def forward(self, x):
+                return self.bn1(self.conv1(x))
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, 8, 3)
+                self.bn1 = nn.BatchNorm2d(8)
+
+            def forward(self, x):
+                return self.bn1(self.conv1(x))
+
+        stats = torch.tensor([1.0, 2.0]).cuda(local_rank)
+        """
+        + TRAINS
+    )
+    assert [f.line for f in found(result, "conv_bias_before_batchnorm")] == [16]
+    moved = one(result, "tensor_created_then_moved")
+    assert moved.after == "stats = torch.tensor([1.0, 2.0], device=local_rank)"

@@ -83,12 +83,15 @@ def _convs_before_batch_norm(program: Program) -> Iterator[ast.Call]:
         for conv, norm in pairwise(layers):
             if _is(program, conv, CONVOLUTIONS) and _is(program, norm, BATCH_NORMS):
                 yield conv  # type: ignore[misc]
-    # In forward: bn(conv(x)), or x = conv(x) followed by x = bn(x).
+    # In forward: bn(conv(x)), or x = conv(x) followed by x = bn(x); each class's own layers.
     modules = _attribute_modules(program)
+    if not modules:
+        return
     for call in program.calls:
         if len(call.args) == 1 and isinstance(call.args[0], ast.Call):
-            conv = modules.get(program.segment(call.args[0].func))
-            norm = modules.get(program.segment(call.func))
+            owner = _owner(program, call)
+            conv = modules.get((owner, program.segment(call.args[0].func)))
+            norm = modules.get((owner, program.segment(call.func)))
             if conv is not None and norm is not None and _is_pair(program, conv, norm):
                 yield conv
     for body in _bodies(program):
@@ -108,13 +111,21 @@ def _is_pair(program: Program, conv: ast.AST, norm: ast.AST) -> bool:
     return _is(program, conv, CONVOLUTIONS) and _is(program, norm, BATCH_NORMS)
 
 
-def _attribute_modules(program: Program) -> dict[str, ast.Call]:
-    """`self.conv1 = nn.Conv2d(...)` and `conv = nn.Conv2d(...)`: what each name holds, where
-    it is assigned one layer (the last assignment wins)."""
-    modules: dict[str, ast.Call] = {}
+Modules = dict[tuple[ast.AST | None, str], ast.Call]
+
+
+def _owner(program: Program, node: ast.AST) -> ast.AST | None:
+    """The class a node is written in (self.conv1 is that class's), None outside classes."""
+    return next((a for a in program.ancestors(node) if isinstance(a, ast.ClassDef)), None)
+
+
+def _attribute_modules(program: Program) -> Modules:
+    """`self.conv1 = nn.Conv2d(...)` and `conv = nn.Conv2d(...)`: what each name holds in
+    each class, where it is assigned one layer (the last assignment wins)."""
+    modules: Modules = {}
     for node in program.by_type[ast.Assign]:
         if len(node.targets) == 1 and _is(program, node.value, CONVOLUTIONS | BATCH_NORMS):
-            modules[program.segment(node.targets[0])] = node.value
+            modules[(_owner(program, node), program.segment(node.targets[0]))] = node.value
     return modules
 
 
@@ -125,7 +136,7 @@ def _bodies(program: Program) -> Iterator[list[ast.stmt]]:
 
 
 def _consecutive(
-    program: Program, modules: dict[str, ast.Call], first: ast.stmt, second: ast.stmt
+    program: Program, modules: Modules, first: ast.stmt, second: ast.stmt
 ) -> ast.Call | None:
     """x = self.conv(...) then y = self.bn(x)."""
     calls = []
@@ -135,8 +146,9 @@ def _consecutive(
         if not isinstance(statement.value, ast.Call):
             return None
         calls.append(statement.value)
-    conv = modules.get(program.segment(calls[0].func))
-    norm = modules.get(program.segment(calls[1].func))
+    owner = _owner(program, first)
+    conv = modules.get((owner, program.segment(calls[0].func)))
+    norm = modules.get((owner, program.segment(calls[1].func)))
     produced = program.segment(first.targets[0])  # type: ignore[attr-defined]
     takes = [program.segment(arg) for arg in calls[1].args]
     if conv is None or norm is None or takes != [produced]:

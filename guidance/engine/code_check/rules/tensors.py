@@ -103,10 +103,13 @@ def _device(program: Program, move: ast.Call) -> str | None:
     if attr == "cuda":
         if not move.args and not move.keywords:
             return '"cuda"'
-        if len(move.args) == 1 and isinstance(move.args[0], ast.Constant):
-            index = move.args[0].value
+        if len(move.args) != 1 or move.keywords:
+            return None
+        device = move.args[0]
+        if isinstance(device, ast.Constant):  # .cuda(0)
+            index = device.value
             return f'"cuda:{index}"' if isinstance(index, int) else None
-        return None
+        return program.segment(device)  # .cuda(local_rank): an index is a CUDA device
     given = [k.value for k in move.keywords if k.arg == "device"] + list(move.args[:1])
     others = [k for k in move.keywords if k.arg not in ("device", "non_blocking")]
     if len(given) != 1 or others or len(move.args) > 1:
