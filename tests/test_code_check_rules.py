@@ -10,6 +10,7 @@ import pytest
 
 from guidance.engine import Cluster, Policy
 from guidance.engine.code_check import Impact, Kind, Measured, check_code
+from guidance.engine.code_check.catalogue import RULES
 from guidance.engine.sources import Source
 from guidance.engine.types import CodeRule
 
@@ -1211,3 +1212,44 @@ def test_each_class_has_its_own_layers_of_the_same_name():
     assert [f.line for f in found(result, "conv_bias_before_batchnorm")] == [16]
     moved = one(result, "tensor_created_then_moved")
     assert moved.after == "stats = torch.tensor([1.0, 2.0], device=local_rank)"
+
+
+# --- the catalogue and the rules agree ---------------------------------------------------------
+
+LOADER = "from torch.utils.data import DataLoader\n"
+FLAGGED = {
+    "dataloader_num_workers": LOADER + "l = DataLoader(ds)\n",
+    "dataloader_pin_memory": LOADER + "l = DataLoader(ds, num_workers=4)\n",
+    "dataloader_persistent_workers": LOADER + "l = DataLoader(ds, num_workers=4)\n",
+    "dataloader_prefetch_factor": LOADER + "l = DataLoader(ds, num_workers=4)\n",
+    "batch_size": LOADER + "l = DataLoader(ds, batch_size=8)\n",
+    "data_parallel": "import torch\nm = torch.nn.DataParallel(m)\n",
+    "debug_apis": "import torch\ntorch.autograd.set_detect_anomaly(True)\n",
+    "mixed_precision": "import torch\n",
+    "no_grad_evaluation": "def ev(model, x):\n    model.eval()\n    return model(x)\n",
+    "manual_attention": ATTENTION,
+    "cpu_augmentation": "from torchvision import transforms\nt = transforms.RandomCrop(32)\n",
+    "cudnn_benchmark": BARE_LOOP,
+    "tf32": "import torch\n",
+    "torch_compile": "import torch\n",
+    "channels_last": BARE_LOOP,
+    "tensor_created_then_moved": "import torch\nx = torch.ones(3).cuda()\n",
+    "conv_bias_before_batchnorm": "from torch import nn\n"
+    "s = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))\n",
+    "zero_grad_set_to_none": "opt.zero_grad(set_to_none=False)\n",
+}
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_every_rule_of_the_catalogue_is_said_with_its_title_impact_and_source(rule):
+    info = RULES[rule]
+    assert info.advice and info.title and info.source is not None
+    measured = Measured(35, 20, peak_memory_gb=10.0, memory_total_gb=80.0)
+    result = check(FLAGGED[rule] + TRAINS, measured=measured)
+    finding = found(result, rule)[0]
+    assert (finding.title, finding.impact, finding.source) == (info.title, info.impact, info.source)
+    assert finding.message and finding.fix
+
+
+def test_the_catalogue_lists_exactly_the_contracts_rules():
+    assert set(FLAGGED) == set(RULES) and len(RULES) == 18
