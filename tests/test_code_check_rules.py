@@ -1253,3 +1253,12 @@ def test_every_rule_of_the_catalogue_is_said_with_its_title_impact_and_source(ru
 
 def test_the_catalogue_lists_exactly_the_contracts_rules():
     assert set(FLAGGED) == set(RULES) and len(RULES) == 18
+
+
+def test_odd_arguments_never_break_the_check():
+    source = {"train.py": "from torch.utils.data import DataLoader\nl = DataLoader(d)\n" + TRAINS}
+    odd = Measured(mean_utilization=None, minutes=None)  # type: ignore[arg-type]
+    result = check_code(source, DGX, entry=["not", "a", "name"], measured=odd, cpus_per_gpu=-3)
+    finding = found(result, "dataloader_num_workers")[0]
+    assert "num_workers=16" in finding.after and "Measured" not in finding.message
+    assert check_code(source, DGX, entry="missing.py").files == ("train.py",)

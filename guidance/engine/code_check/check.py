@@ -68,7 +68,7 @@ def _order(files: Mapping, entry: str | None) -> list[str]:
     names = [name for name in files if isinstance(name, str)]
     if not names:
         return []
-    first = entry if entry in files else names[0]
+    first = entry if isinstance(entry, str) and entry in files else names[0]
     return [first, *sorted(n for n in names if n != first)]
 
 
@@ -152,12 +152,23 @@ def _safe(question: Callable[[], bool], what: str, file: str) -> bool:
         return False
 
 
+def _measured(measured: Measured | None) -> str:
+    """The sentence each change ends with; "" where nothing (or nothing sensible) was measured."""
+    if measured is None:
+        return ""
+    try:
+        return f"Measured on this job: {measured}."
+    except (TypeError, ValueError):  # a measurement with a missing figure says nothing
+        return ""
+
+
 def _as_cluster_says(
     findings: Iterable[CodeFinding], cluster: Cluster, measured: Measured | None
 ) -> list[CodeFinding]:
     """The cluster's settings applied (a rule off, its wording, its source), then what was
     measured said after each change; the same finding twice kept once."""
     settings = {setting.rule: setting for setting in cluster.code_rules}
+    said = _measured(measured)
     kept: list[CodeFinding] = []
     seen: set[tuple] = set()
     for finding in findings:
@@ -171,8 +182,8 @@ def _as_cluster_says(
             changes["message"] = setting.wording
         if setting is not None and setting.source is not None:
             changes["source"] = setting.source
-        if measured is not None and finding.kind is Kind.CHANGE:
+        if said and finding.kind is Kind.CHANGE:
             message = str(changes.get("message", finding.message)).rstrip()
-            changes["message"] = f"{message} Measured on this job: {measured}."
+            changes["message"] = f"{message} {said}"
         kept.append(replace(finding, **changes) if changes else finding)
     return kept
