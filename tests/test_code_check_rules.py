@@ -1262,3 +1262,19 @@ def test_odd_arguments_never_break_the_check():
     finding = found(result, "dataloader_num_workers")[0]
     assert "num_workers=16" in finding.after and "Measured" not in finding.message
     assert check_code(source, DGX, entry="missing.py").files == ("train.py",)
+
+
+def test_a_question_names_where_the_value_comes_from():
+    result = check(
+        "from torch.utils.data import DataLoader\nworkers = args.workers\n"
+        "l = DataLoader(ds, num_workers=workers, pin_memory=True)\n" + TRAINS
+    )
+    assert "`args.workers`" in one(result, "dataloader_num_workers").message
+
+
+def test_evaluation_called_from_a_function_without_gradients_is_quiet():
+    result = check(
+        "import torch\n\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n\n"
+        "@torch.no_grad()\ndef validate(model, x):\n    return evaluate(model, x)\n" + TRAINS
+    )
+    assert not found(result, "no_grad_evaluation")

@@ -155,7 +155,21 @@ class Values:
         resolved = self._resolve(expr)
         if resolved is not None:
             return Value(where, True, resolved[0], self.program.segment(expr))
-        return Value(where, False, None, self.program.segment(expr))
+        return Value(where, False, None, self._origin(expr))
+
+    def _origin(self, expr: ast.AST) -> str:
+        """An unknown value's text where it comes from: `workers = args.workers` then
+        num_workers=workers says `args.workers`; a parameter or a name assigned twice, itself."""
+        text = self.program.segment(expr)
+        for _ in range(_DEPTH):
+            if not isinstance(expr, ast.Name):
+                break
+            assigned = self.single_assignment(expr)
+            if assigned is None:
+                break
+            expr = assigned
+        origin = self.program.segment(expr)
+        return origin if len(origin) <= 60 and "\n" not in origin else text
 
     def _resolve(self, expr: ast.AST) -> tuple[object] | None:
         for _ in range(_DEPTH):

@@ -126,13 +126,17 @@ def _gradients_off(program: Program, values: Values, function: ast.AST) -> bool:
 
 
 def _called_without_gradients(project: Project, function: ast.AST) -> bool:
-    """Every call of the function is inside a `with torch.no_grad():` of its caller."""
+    """Every call of the function is inside a `with torch.no_grad():` of its caller, or in a
+    caller that turns gradients off itself."""
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     sites = project.calls_with_attr(function.name)
     if not sites:
         return False
     for program, call in sites:
+        caller = program.function_of(call)
+        if caller is not function and _gradients_off(program, project.values[program.name], caller):
+            continue  # called from a function that turns gradients off
         inside = False
         for ancestor in program.ancestors(call):
             if isinstance(ancestor, (ast.With, ast.AsyncWith)) and any(
