@@ -628,7 +628,8 @@ def test_moving_data_a_model_or_a_dtype_is_not_this_rule():
         "x = batch.to(device)\n"
         "model = Net().cuda()\n"
         "h = torch.zeros(3).to(torch.float16)\n"
-        "g = torch.ones(3, device=device).to(device)\n" + TRAINS
+        "g = torch.ones(3, device=device).to(device)\n"
+        "c = torch.zeros(3).to('cpu')\n" + TRAINS
     )
     assert not found(result, "tensor_created_then_moved")
 
@@ -1278,3 +1279,26 @@ def test_evaluation_called_from_a_function_without_gradients_is_quiet():
         "@torch.no_grad()\ndef validate(model, x):\n    return evaluate(model, x)\n" + TRAINS
     )
     assert not found(result, "no_grad_evaluation")
+
+
+def test_a_program_wide_fix_before_a_class_shows_its_first_lines_only():
+    result = check(
+        """\
+        import torch
+
+        @register
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x
+
+        def main():
+            pass
+        """
+        + TRAINS
+    )
+    finding = one(result, "tf32")
+    assert finding.line == 4
+    assert finding.before == "@register\nclass Net(torch.nn.Module):"
+    assert finding.after == (
+        "torch.backends.cuda.matmul.allow_tf32 = True\n@register\nclass Net(torch.nn.Module):"
+    )

@@ -92,8 +92,12 @@ def set_keywords(program: Program, call: ast.Call, changes: dict[str, str]) -> S
 
 
 def insert_lines(program: Program, at: ast.stmt, lines: list[str], after: bool) -> Snippet:
-    """New lines put before (or after) a statement, at its indentation."""
+    """New lines put before (or after) a statement, at its indentation. Of a compound
+    statement (a class, a loop) only its first line is shown, with its decorators."""
     first, last = at.lineno, at.end_lineno or at.lineno
+    if hasattr(at, "body"):
+        first = min([first, *(d.lineno for d in getattr(at, "decorator_list", ()))])
+        last = at.lineno
     indent = program.indent(first)
     new = "\n".join(indent + line for line in lines)
     before = program.line_text(first, last)

@@ -118,6 +118,8 @@ def _device(program: Program, move: ast.Call) -> str | None:
     qualname = program.qualname(device) or ""
     if qualname.startswith("torch.") and qualname.rsplit(".", 1)[-1] in DTYPES:
         return None
-    if isinstance(device, ast.Constant) and not isinstance(device.value, str):
-        return None
+    if isinstance(device, ast.Constant) and not (
+        isinstance(device.value, str) and device.value.startswith("cuda")
+    ):
+        return None  # .to("cpu") stays on the CPU; .to(0) is a dtype-less oddity
     return program.segment(device)
