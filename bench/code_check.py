@@ -5,7 +5,7 @@ several runs) and the share of it that is Python's own parser (ast.parse), again
 The program is generated: many model classes (convolutions, batch norms, hand-written attention),
 data loaders, training and evaluation loops, in the shapes people write them, so that every rule
 has work to do. The checker is pure Python: no Django, no database.
-Usage: .venv/bin/python bench/code_check.py [runs]   (default 30)
+Usage: .venv/bin/python bench/code_check.py [runs] [lines]   (default 30 runs of 2,000 lines)
 """
 
 import ast
@@ -18,7 +18,7 @@ from pathlib import Path
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 100
-LINES = 2_000
+LINES = int(sys.argv[2]) if len(sys.argv) > 2 else 2_000
 
 HEADER = '''"""A generated training program for the code-check benchmark."""
 
