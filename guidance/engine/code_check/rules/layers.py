@@ -87,16 +87,19 @@ def _convs_before_batch_norm(program: Program) -> Iterator[ast.Call]:
     modules = _attribute_modules(program)
     if not modules:
         return
+    names = {name for _, name in modules}
     for call in program.calls:
-        if len(call.args) == 1 and isinstance(call.args[0], ast.Call):
+        if len(call.args) != 1 or not isinstance(call.args[0], ast.Call):
+            continue
+        norm_name, conv_name = program.qualname(call.func), program.qualname(call.args[0].func)
+        if norm_name in names and conv_name in names:
             owner = _owner(program, call)
-            conv = modules.get((owner, program.segment(call.args[0].func)))
-            norm = modules.get((owner, program.segment(call.func)))
+            conv, norm = modules.get((owner, conv_name)), modules.get((owner, norm_name))
             if conv is not None and norm is not None and _is_pair(program, conv, norm):
                 yield conv
     for body in _bodies(program):
         for first, second in pairwise(body):
-            pair = _consecutive(program, modules, first, second)
+            pair = _consecutive(program, modules, names, first, second)
             if pair is not None:
                 yield pair
 
@@ -125,7 +128,9 @@ def _attribute_modules(program: Program) -> Modules:
     modules: Modules = {}
     for node in program.by_type[ast.Assign]:
         if len(node.targets) == 1 and _is(program, node.value, CONVOLUTIONS | BATCH_NORMS):
-            modules[(_owner(program, node), program.segment(node.targets[0]))] = node.value
+            name = program.qualname(node.targets[0])
+            if name:
+                modules[(_owner(program, node), name)] = node.value
     return modules
 
 
@@ -136,7 +141,7 @@ def _bodies(program: Program) -> Iterator[list[ast.stmt]]:
 
 
 def _consecutive(
-    program: Program, modules: Modules, first: ast.stmt, second: ast.stmt
+    program: Program, modules: Modules, names: set[str], first: ast.stmt, second: ast.stmt
 ) -> ast.Call | None:
     """x = self.conv(...) then y = self.bn(x)."""
     calls = []
@@ -146,9 +151,11 @@ def _consecutive(
         if not isinstance(statement.value, ast.Call):
             return None
         calls.append(statement.value)
+    conv_name, norm_name = program.qualname(calls[0].func), program.qualname(calls[1].func)
+    if conv_name not in names or norm_name not in names:
+        return None
     owner = _owner(program, first)
-    conv = modules.get((owner, program.segment(calls[0].func)))
-    norm = modules.get((owner, program.segment(calls[1].func)))
+    conv, norm = modules.get((owner, conv_name)), modules.get((owner, norm_name))
     produced = program.segment(first.targets[0])  # type: ignore[attr-defined]
     takes = [program.segment(arg) for arg in calls[1].args]
     if conv is None or norm is None or takes != [produced]:
