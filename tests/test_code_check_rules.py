@@ -67,9 +67,17 @@ def test_it_flags_a_dataloader_without_workers_and_gives_the_documents_loader():
     )
     assert "`train_loader = DataLoader(train_set, ...)`" in finding.message
     assert finding.before == "train_loader = DataLoader(train_set, batch_size=64, shuffle=True)"
-    assert finding.after == (
-        "train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=16, "
-        "pin_memory=True, persistent_workers=True, prefetch_factor=4)"
+    assert finding.after == dedent(
+        """\
+        train_loader = DataLoader(
+            train_set,
+            batch_size=64,
+            shuffle=True,
+            num_workers=16,
+            pin_memory=True,
+            persistent_workers=True,
+            prefetch_factor=4,
+        )"""
     )
     assert finding.source.section.endswith("torch.utils.data.DataLoader")
 
@@ -118,7 +126,8 @@ def test_it_resolves_aliases_positions_and_names_assigned_once():
     )
     assert [f.line for f in found(result, "dataloader_num_workers")] == [5, 6]
     first = found(result, "dataloader_num_workers")[0]
-    assert first.after.startswith("a = tud.DataLoader(ds, 8, True, None, None, 16, ")
+    assert first.after.startswith("a = tud.DataLoader(\n    ds,\n    8,\n    True,\n")
+    assert "    None,\n    16,\n    pin_memory=True,\n" in first.after
 
 
 def test_it_uses_the_jobs_own_cpus_per_gpu_when_given():
@@ -1301,4 +1310,23 @@ def test_a_program_wide_fix_before_a_class_shows_its_first_lines_only():
     assert finding.before == "@register\nclass Net(torch.nn.Module):"
     assert finding.after == (
         "torch.backends.cuda.matmul.allow_tf32 = True\n@register\nclass Net(torch.nn.Module):"
+    )
+
+
+def test_a_long_call_is_laid_out_one_argument_per_line_with_its_values_replaced():
+    result = check(
+        "from torch.utils.data import DataLoader\n"
+        "def make(train_dataset_with_a_long_name):\n"
+        "    return DataLoader(train_dataset_with_a_long_name, batch_size=128, num_workers=0)"
+        "  # note\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").after == (
+        "    return DataLoader(\n"
+        "        train_dataset_with_a_long_name,\n"
+        "        batch_size=128,\n"
+        "        num_workers=16,\n"
+        "        pin_memory=True,\n"
+        "        persistent_workers=True,\n"
+        "        prefetch_factor=4,\n"
+        "    )  # note"
     )

@@ -9,6 +9,7 @@ from guidance.engine.code_check.program import Program
 
 Position = tuple[int, int]
 _WRAP_LIMIT = 40  # lines: a longer block is not rewritten, the fix says it in words
+_WIDTH = 99  # a one-line call longer than this after the change is laid out one per line
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,7 @@ def keyword_edits(program: Program, call: ast.Call, changes: dict[str, str]) -> 
 
 
 def set_keywords(program: Program, call: ast.Call, changes: dict[str, str]) -> Snippet:
-    first, last = statement_lines(program, call)
-    return apply(program, first, last, keyword_edits(program, call, changes))
+    return set_arguments(program, call, changes, {})
 
 
 def insert_lines(program: Program, at: ast.stmt, lines: list[str], after: bool) -> Snippet:
@@ -185,4 +185,34 @@ def set_arguments(
         else:
             by_keyword[name] = text
     first, last = statement_lines(program, call)
-    return apply(program, first, last, [*edits, *keyword_edits(program, call, by_keyword)])
+    snippet = apply(program, first, last, [*edits, *keyword_edits(program, call, by_keyword)])
+    if first == last == call.end_lineno and max(map(len, snippet.after.split("\n"))) > _WIDTH:
+        return Snippet(snippet.before, _one_per_line(program, call, changes, positions))
+    return snippet
+
+
+def _one_per_line(
+    program: Program, call: ast.Call, changes: dict[str, str], positions: dict[str, int]
+) -> str:
+    """A one-line call that the change makes too long, laid out one argument per line."""
+    by_position = {index: name for name, index in positions.items() if name in changes}
+    texts = []
+    for index, arg in enumerate(call.args):
+        name = by_position.get(index)
+        given_by_keyword = any(k.arg == name for k in call.keywords)
+        texts.append(changes[name] if name and not given_by_keyword else program.segment(arg))
+    done = {by_position[i] for i in range(len(call.args)) if i in by_position}
+    for keyword in call.keywords:
+        if keyword.arg in changes:
+            texts.append(f"{keyword.arg}={changes[keyword.arg]}")
+            done.add(keyword.arg)
+        else:
+            texts.append(program.segment(keyword))
+    texts += [f"{name}={text}" for name, text in changes.items() if name not in done]
+    line_text = program.lines[call.lineno - 1]
+    opening = program.end(call.func)[1]
+    opening = line_text.index("(", opening) + 1
+    closing = program.end(call)[1]
+    indent = program.indent(call.lineno)
+    inner = "".join(f"{indent}    {text},\n" for text in texts)
+    return f"{line_text[:opening]}\n{inner}{indent}){line_text[closing:]}"
