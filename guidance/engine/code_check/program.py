@@ -28,7 +28,7 @@ class Program:
     text: str
     tree: ast.Module
     lines: list[str]  # split on "\n" only, as the parser counts lines
-    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)  # all but constants
     by_type: dict[type, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
     aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     star_modules: list[str] = field(default_factory=list)  # `from m import *`, in order
@@ -198,7 +198,7 @@ def _index(program: Program) -> None:
     nodes. Iterative, with each type's fields looked up once, and names and constants (half
     the nodes, with nothing below them) recorded where they are met: the checker's hot loop."""
     parents, by_type, members = program.parents, program.by_type, program.members
-    tree, AST, leaves, openers = program.tree, ast.AST, _LEAVES, _OPENERS
+    tree, AST, leaves, openers, constant = program.tree, ast.AST, _LEAVES, _OPENERS, ast.Constant
     stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
     by_type[ast.Module].append(tree)
     while stack:
@@ -215,7 +215,9 @@ def _index(program: Program) -> None:
             inner = node if opens and name not in _OUTER_FIELDS else scope
             for item in value if type(value) is list else (value,):
                 item_kind = type(item)
-                if item_kind in leaves:
+                if item_kind is constant:  # no rule asks for a constant's surroundings
+                    by_type[item_kind].append(item)
+                elif item_kind in leaves:
                     by_type[item_kind].append(item)
                     parents[item] = node
                 elif isinstance(item, AST):
