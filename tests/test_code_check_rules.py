@@ -888,7 +888,28 @@ trainer.train()
 """
 
 
-@pytest.mark.parametrize("program", [GOOD_LOOP, GOOD_LIGHTNING, GOOD_HF])
+GOOD_ACCELERATE = """\
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+torch.backends.cuda.matmul.allow_tf32 = True
+accelerator = Accelerator(mixed_precision="bf16")
+model = torch.compile(Transformer())
+loader = DataLoader(
+    ds, batch_size=32, num_workers=16, pin_memory=True, persistent_workers=True, prefetch_factor=4
+)
+optimizer = torch.optim.AdamW(model.parameters())
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    loss = model(batch).loss
+    accelerator.backward(loss)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+"""
+
+
+@pytest.mark.parametrize("program", [GOOD_LOOP, GOOD_LIGHTNING, GOOD_HF, GOOD_ACCELERATE])
 def test_a_program_that_follows_all_the_advice_gets_no_finding(program):
     assert check(program).findings == ()
 
@@ -1330,3 +1351,12 @@ def test_a_long_call_is_laid_out_one_argument_per_line_with_its_values_replaced(
         "        prefetch_factor=4,\n"
         "    )  # note"
     )
+
+
+def test_a_module_name_that_a_function_reassigns_as_global_is_not_knowable():
+    result = check(
+        "from torch.utils.data import DataLoader\nWORKERS = 0\n\n"
+        "def configure(n):\n    global WORKERS\n    WORKERS = n\n\n"
+        "l = DataLoader(ds, num_workers=WORKERS, pin_memory=True)\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").kind is Kind.QUESTION

@@ -102,6 +102,11 @@ class Values:
                     self._other_target(target, scope, unknown)
             elif _mutates(node):
                 scope.mutated.add(node.func.value.id)
+        if scope_node is self.program.tree:
+            # `global w` in a function: w may be assigned there too, so not once.
+            for node in self.program.by_type[ast.Global]:
+                for name in node.names:
+                    unknown(name)
         return scope
 
     @staticmethod
