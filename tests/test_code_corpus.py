@@ -1,0 +1,103 @@
+"""Check my training code against a corpus of PyTorch programs in the styles people publish
+(tests/code_corpus): plain loops, torchvision and timm, Lightning 1.x and 2.x, Hugging Face,
+accelerate, DDP, inference and debugging scripts, and programs that follow all the advice. Each
+program gets exactly the findings the rule contract calls for (expectations.py, written before
+the checker was run): every one of them, at its line, and nothing else."""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from guidance.engine import Cluster, Policy
+from guidance.engine.code_check import CodeCheck, CodeFinding, check_code
+from guidance.engine.code_check.catalogue import RULES
+from tests.code_corpus.expectations import EXPECTED
+
+CORPUS = Path(__file__).parent / "code_corpus"
+# The DGX cluster as the checker sees it: its published 16 CPUs per GPU.
+DGX = Cluster(slug="dgx", name="DGX cluster", policy=Policy(cpus_per_gpu=16))
+# Only reported with a measured job (peak memory), which the corpus does not give.
+NEEDS_MEASUREMENT = {"batch_size"}
+KINDS = {"change", "question", "default"}
+
+Expected = tuple[str, str, str, int | None]
+
+
+def program_files(name: str) -> dict[str, str]:
+    """A single file as itself; a project folder as every .py in it, by relative path."""
+    path = CORPUS / name
+    if path.is_file():
+        return {name: path.read_text()}
+    return {p.relative_to(path).as_posix(): p.read_text() for p in sorted(path.rglob("*.py"))}
+
+
+def on_disk() -> set[str]:
+    skip = {"expectations.py", "__init__.py"}
+    files = {p.name for p in CORPUS.glob("*.py") if p.name not in skip}
+    folders = {p.name for p in CORPUS.iterdir() if p.is_dir() and p.name[0] not in "_."}
+    return files | folders
+
+
+def key(finding: CodeFinding) -> Expected:
+    return (finding.rule, str(finding.kind), finding.file, finding.line)
+
+
+def compare(
+    found: Iterable[CodeFinding], expected: set[Expected]
+) -> tuple[list[Expected], list[CodeFinding]]:
+    """What was expected and not found, and what was found and not expected. An expectation
+    without a line matches one finding of its rule, kind and file wherever it is."""
+    left = list(found)
+    missing = []
+    # Exact lines first, so that a line-free expectation cannot take a finding another needs.
+    for want in sorted(expected, key=lambda e: e[3] is None):
+        match = next(
+            (f for f in left if key(f)[:3] == want[:3] and want[3] in (None, f.line)), None
+        )
+        if match is None:
+            missing.append(want)
+        else:
+            left.remove(match)
+    return missing, left
+
+
+def describe(name: str, result: CodeCheck, missing: list[Expected], extra: list[CodeFinding]):
+    lines = [f"{name}: the checker departs from the expectations"]
+    lines += [
+        f"  missing:    {rule} ({kind}) at {file}:{line}" for rule, kind, file, line in missing
+    ]
+    lines += [
+        f"  unexpected: {f.rule} ({f.kind}) at {f.file}:{f.line}:{f.column}: {f.message}"
+        for f in extra
+    ]
+    lines += [f"  unreadable: {u.file}: {u.message}" for u in result.unreadable]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_it_says_exactly_what_the_contract_calls_for(name):
+    expected = EXPECTED[name]
+    result = check_code(program_files(name), DGX, entry=expected["entry"])
+    missing, extra = compare(result.findings, expected["findings"])
+    if missing or extra or result.unreadable:
+        pytest.fail(describe(name, result, missing, extra), pytrace=False)
+
+
+def test_the_expectations_describe_the_programs_that_are_there():
+    assert set(EXPECTED) == on_disk()
+    for name, expected in EXPECTED.items():
+        files = program_files(name)
+        assert expected["entry"] in files, name
+        for rule, kind, file, line in expected["findings"]:
+            assert rule in RULES and kind in KINDS, (name, rule, kind)
+            assert file in files, (name, file)
+            if line is not None:
+                assert 1 <= line <= len(files[file].splitlines()), (name, file, line)
+
+
+def test_the_corpus_covers_every_rule_and_sound_programs():
+    assert len(EXPECTED) >= 20
+    expected_rules = {f[0] for e in EXPECTED.values() for f in e["findings"]}
+    assert expected_rules == set(RULES) - NEEDS_MEASUREMENT
+    assert sum(not e["findings"] for e in EXPECTED.values()) >= 3
