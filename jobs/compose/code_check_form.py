@@ -45,7 +45,7 @@ class CodeCheckForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 20, "class": "script", "spellcheck": "false"}),
         help_text="The Python file that trains (or evaluates) the model.",
     )
-    program_files = ProgramFilesField(
+    uploads = ProgramFilesField(
         label="Or upload its files",
         required=False,
         widget=MultipleFileInput(attrs={"multiple": True, "accept": ".py,text/x-python"}),
@@ -78,10 +78,10 @@ class CodeCheckForm(forms.Form):
         if pasted.strip():
             files[name] = pasted
         self._uploaded = set()
-        for upload in data["program_files"]:
+        for upload in data["uploads"]:
             if upload.name in files:
                 said = f"Two files are named {upload.name}: send each file once."
-                self.add_error("program_files", said)
+                self.add_error("uploads", said)
                 continue
             text = self._read(upload)
             if text is not None:
@@ -103,15 +103,15 @@ class CodeCheckForm(forms.Form):
                 f"{upload.name} is {program_files.kb(upload.size)}: the checker reads files of "
                 f"at most {program_files.kb(MAX_FILE_BYTES)}."
             )
-            self.add_error("program_files", said)
+            self.add_error("uploads", said)
             return None
         if upload.size == 0:
-            self.add_error("program_files", f"{upload.name} is empty: upload the program itself.")
+            self.add_error("uploads", f"{upload.name} is empty: upload the program itself.")
             return None
         try:
             return upload.read().decode("utf-8-sig").replace("\r\n", "\n")
         except UnicodeDecodeError:
-            self.add_error("program_files", program_files.not_text(upload.name).message)
+            self.add_error("uploads", program_files.not_text(upload.name).message)
             return None
 
     def _add_problem(self, problem: program_files.Problem) -> None:
@@ -125,7 +125,7 @@ class CodeCheckForm(forms.Form):
         elif pasted:
             self.add_error("program", problem.message)
         else:
-            self.add_error("program_files", problem.message)
+            self.add_error("uploads", problem.message)
 
     @cached_property
     def checked(self) -> CodeCheck | None:
