@@ -119,6 +119,13 @@ def test_a_pasted_program_gets_its_findings_at_their_lines(user_client, seeded):
     assert 'name="code-file_name" value="fit.py"' in page
 
 
+def test_the_programs_own_text_is_escaped_wherever_it_shows(user_client, seeded):
+    marked = LOADER.replace("num_workers=0)", "num_workers=0)  # <b>fast</b> `x<y`")
+    raw = _post(user_client, program=marked).content.decode()
+    assert "<b>fast</b>" not in raw
+    assert "&lt;b&gt;fast&lt;/b&gt;" in raw  # in the listing, and the snippets that quote it
+
+
 def test_changes_come_before_questions_and_what_is_already_the_default(user_client, seeded):
     page = _page(_post(user_client, program=ASKED))
     asked = page.index("<h4>Questions</h4>")
@@ -127,7 +134,7 @@ def test_changes_come_before_questions_and_what_is_already_the_default(user_clie
     assert page.index('data-rule="zero_grad_set_to_none" data-kind="default"') > default
     if "<h4>To change, most impact first</h4>" in page:
         assert page.index("<h4>To change, most impact first</h4>") < asked < default
-    assert "args.workers" in _finding(page, "dataloader_num_workers")
+    assert "<code>args.workers</code>" in _finding(page, "dataloader_num_workers")
     assert NOTHING_TO_CHANGE not in page
 
 
