@@ -10,6 +10,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES
+from guidance.engine.sources import DATALOADER
+from tests.source_helpers import shown
 from tests.test_api_check_code import (
     CLEAN,
     DATA_MODULE,
@@ -110,7 +112,7 @@ def test_a_pasted_program_gets_its_findings_at_their_lines(user_client, seeded):
     assert "High impact" in workers
     assert "Fix:" in workers and "num_workers" in workers
     assert '<pre class="snippet before"><code>' in workers
-    assert "Source: 003_c24777732a429f30.txt" in workers
+    assert shown(DATALOADER) in workers
     line = re.search(rf'<div id="code-file-1-line-{LOADER_LINE}"[^>]*>', page).group(0)
     assert "flagged impact-high" in line
     assert "dataloader_num_workers" in line
