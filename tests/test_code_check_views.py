@@ -165,6 +165,8 @@ def test_several_uploaded_files_are_checked_with_the_entry_point_first(user_clie
     assert names == [("1", "train.py"), ("2", "data.py")]
     workers = _finding(page, "dataloader_num_workers")
     assert 'href="#code-file-2-line-5"><code>data.py:5:' in workers
+    # The next check's entry point can be chosen among the files just sent.
+    assert '<option value="data.py"><option value="train.py"></datalist>' in page
     assert "flagged" in re.search(r'<div id="code-file-2-line-5"[^>]*>', page).group(0)
 
 

@@ -56,9 +56,13 @@ class CodeCheckForm(forms.Form):
         label="Entry point",
         required=False,
         max_length=program_files.MAX_NAME_CHARS,
+        # The names of the files last sent, offered as choices (check_program.html).
+        widget=forms.TextInput(attrs={"list": "code-entry-names"}),
         help_text="The file that is run (python train.py); empty: the pasted file, else the "
         "first one uploaded.",
     )
+
+    names: tuple[str, ...] = ()  # the files sent, once read
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("label_suffix", "")
@@ -94,6 +98,7 @@ class CodeCheckForm(forms.Form):
         if problem := program_files.entry_problem(data["entry"].strip(), files):
             self.add_error("entry", problem.message)
         data["files"] = files
+        self.names = tuple(files)
         return data
 
     def _read(self, upload) -> str | None:
