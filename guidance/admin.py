@@ -52,6 +52,14 @@ class SiteRuleInline(admin.TabularInline):
     verbose_name = "rule for job scripts (the script checker applies it here)"
 
 
+class CodeRuleSettingInline(admin.TabularInline):
+    model = models.CodeRuleSetting
+    extra = 0
+    fields = ["rule", "enabled", "wording", "source_document", "source_section"]
+    verbose_name = "rule for training code (only those switched off, reworded or re-sourced)"
+    verbose_name_plural = "rules for training code: settings on this cluster"
+
+
 @admin.register(models.Cluster)
 class ClusterAdmin(SimpleHistoryAdmin):
     list_display = ["name", "slug", "scheduler", "login_host"]
@@ -83,6 +91,7 @@ class ClusterAdmin(SimpleHistoryAdmin):
         PartitionInline,
         StorageTierInline,
         SiteRuleInline,
+        CodeRuleSettingInline,
     ]
 
     def save_related(self, request, form, formsets, change) -> None:
@@ -147,6 +156,13 @@ class JobEnvironmentAdmin(SimpleHistoryAdmin):
 class SiteRuleAdmin(SimpleHistoryAdmin):
     list_display = ["cluster", "rule", "source_document", "source_section"]
     list_filter = ["cluster", "rule"]
+
+
+@admin.register(models.CodeRuleSetting)
+class CodeRuleSettingAdmin(SimpleHistoryAdmin):
+    list_display = ["cluster", "rule", "enabled", "source_document", "source_section"]
+    list_filter = ["cluster", "rule", "enabled"]
+    fieldsets = [(None, {"fields": ["cluster", "rule", "enabled", "wording"]}), SOURCE_FIELDS]
 
 
 @admin.register(models.Article)

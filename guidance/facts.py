@@ -4,6 +4,7 @@ from dataclasses import fields
 
 from guidance import engine, models
 from guidance.engine.sources import Source
+from guidance.engine.types import CodeRule
 
 
 def same_named(obj, dataclass: type, *, but: tuple[str, ...] = ("source",)) -> dict:
@@ -74,5 +75,8 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
         ),
         rules=tuple(
             engine.SiteRule(engine.Rule(r.rule), _source(r)) for r in cluster.site_rules.all()
+        ),
+        code_rules=tuple(
+            CodeRule(r.rule, r.enabled, r.wording, _source(r)) for r in cluster.code_rules.all()
         ),
     )

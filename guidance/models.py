@@ -7,6 +7,7 @@ from django.urls import reverse
 from simple_history.models import HistoricalRecords
 
 from guidance.engine import PythonBuilder, Rule, Scheduler, TierKind, Workload
+from guidance.engine.code_check.catalogue import RULES as CODE_RULES
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
 
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
@@ -36,13 +37,14 @@ class Sourced(models.Model):
 
 class ClusterQuerySet(models.QuerySet):
     def with_facts(self) -> "ClusterQuerySet":
-        """Everything guidance.facts.cluster_facts reads, in five queries, and the partitions'
+        """Everything guidance.facts.cluster_facts reads, in six queries, and the partitions'
         GPU types that the cluster page shows."""
         return self.select_related("policy", "job_environment").prefetch_related(
             models.Prefetch("partitions", Partition.objects.select_related("gpu_type")),
             "gpu_types",
             "storage_tiers",
             "site_rules",
+            "code_rules",
         )
 
 
@@ -371,6 +373,33 @@ class SiteRule(Sourced):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}: {Rule(self.rule).label}"
+
+
+class CodeRuleSetting(Sourced):
+    """An admin's setting of one rule of the training-code checker on a cluster: switched off,
+    reworded, or citing the site's own source. A rule without a setting applies as the catalogue
+    words and cites it."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="code_rules")
+    rule = models.CharField(max_length=40, choices=[(r.key, r.title) for r in CODE_RULES.values()])
+    enabled = models.BooleanField(
+        default=True, help_text="Off: the checker says nothing of this rule on this cluster."
+    )
+    wording = models.TextField(
+        blank=True,
+        help_text="Replaces the finding's message on this cluster; empty keeps the rule's own.",
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["cluster", "rule"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "rule"], name="one_code_rule_per_cluster")
+        ]
+        verbose_name = "training-code rule setting"
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}: {self.get_rule_display()}"
 
 
 class Article(Sourced):

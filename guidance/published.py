@@ -35,6 +35,8 @@ KEPT_MODELS = (
     models.StorageTier,
     models.Policy,
     models.JobEnvironment,
+    models.SiteRule,
+    models.CodeRuleSetting,
 )
 _REVISION_ID = 1
 

@@ -1,3 +1,5 @@
+from dataclasses import dataclass
+
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
@@ -8,6 +10,9 @@ from guidance import engine, models, published
 from guidance.article_values import shown_values
 from guidance.doc_outline import outline
 from guidance.doc_render import render_document
+from guidance.engine.code_check.catalogue import RULES as CODE_RULES
+from guidance.engine.code_check.catalogue import RuleInfo
+from guidance.engine.sources import Source
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm
 
@@ -17,6 +22,31 @@ def _articles_for(cluster: models.Cluster | None):
     if cluster is None:
         return articles.filter(clusters=None)
     return articles.filter(Q(clusters=cluster) | Q(clusters=None)).distinct()
+
+
+@dataclass(frozen=True)
+class CodeRuleRow:
+    """A training-code rule as the cluster applies it: the catalogue's, or the admin's setting."""
+
+    rule: RuleInfo
+    setting: models.CodeRuleSetting | None
+
+    @property
+    def enabled(self) -> bool:
+        return self.setting is None or self.setting.enabled
+
+    @property
+    def source(self) -> Source | models.CodeRuleSetting:
+        if self.setting is not None and self.setting.source_document:
+            return self.setting
+        return self.rule.source
+
+
+def _code_rules(cluster: models.Cluster) -> list[CodeRuleRow]:
+    """Every rule of the training-code checker, most impact first, with this cluster's settings."""
+    settings = {s.rule: s for s in cluster.code_rules.all()}
+    rules = sorted(CODE_RULES.values(), key=lambda r: r.impact.rank)
+    return [CodeRuleRow(r, settings.get(r.key)) for r in rules]
 
 
 def _get_cluster(slug: str) -> models.Cluster:
@@ -50,6 +80,7 @@ def cluster(request: HttpRequest, slug: str) -> HttpResponse:
         "cluster": obj,
         "policy": getattr(obj, "policy", None),
         "environment": getattr(obj, "job_environment", None),
+        "code_rules": _code_rules(obj),
         "articles": _articles_for(obj),
         "article_values": shown_values([obj]),
     }

@@ -13,6 +13,7 @@ urlpatterns = [
     path("new/", compose_views.compose, name="compose"),
     path("check/", check_views.check, name="check"),
     path("check/fixed/", check_views.check_fixed, name="check_fixed"),
+    path("check/code/", check_views.check_code, name="check_code"),
     path("new/check-path/", compose_views.check_path, name="check_path"),
     path("compositions/", compose_views.compositions, name="compositions"),
     path("compositions/<int:pk>/", compose_views.composition, name="composition"),

@@ -10,7 +10,8 @@ A new endpoint that plans a job takes `JobIn` and calls `plan_job()` (portal/api
 which raises `InvalidInput` (answered 422) rather than return a plan for a job that cannot run.
 What the endpoints take and answer is in portal/api_schemas.py; the jobs' endpoints (submit,
 list, show, cancel, output) are portal/api_jobs.py's, mounted at /api/v1/jobs, and the script
-checker is portal/api_check.py's, at /api/v1/check.
+checker is portal/api_check.py's, at /api/v1/check; the training-code checker is
+portal/api_check_code.py's, at /api/v1/check-code.
 """
 
 from typing import Any
@@ -25,7 +26,7 @@ from ninja.throttling import SimpleRateThrottle
 from guidance import models
 from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose.forms import ComposeForm
-from portal import api_check, api_jobs
+from portal import api_check, api_check_code, api_jobs
 from portal.api_planning import InvalidInput, composed_script, plan_job
 from portal.api_schemas import (
     ClusterGpusOut,
@@ -225,3 +226,4 @@ def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
 
 api.add_router("/jobs", api_jobs.router)
 api.add_router("/check", api_check.router)
+api.add_router("/check-code", api_check_code.router)

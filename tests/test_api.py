@@ -136,9 +136,9 @@ def test_it_runs_the_engine_once(client, seeded, secret, monkeypatch):
     assert runs == ["narval"]
 
 
-def test_it_reads_the_cluster_in_five_queries(client, seeded, secret, django_assert_num_queries):
+def test_it_reads_the_cluster_in_six_queries(client, seeded, secret, django_assert_num_queries):
     # The token and its use, then the cluster with everything the engine reads.
-    with django_assert_num_queries(2 + 5):
+    with django_assert_num_queries(2 + 6):
         assert _post(client, secret).status_code == 200
 
 

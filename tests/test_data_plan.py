@@ -227,6 +227,7 @@ def _add_in_admin(staff_client, **fields) -> str:
         "partitions",
         "storage_tiers",
         "site_rules",
+        "code_rules",
     ]
     data = {"scheduler": "slurm", "login_port": "22"} | fields
     for prefix in inlines:

@@ -1,4 +1,5 @@
 from django import template
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from guidance import article_values, citations, markdown
@@ -11,6 +12,17 @@ register = template.Library()
 def as_markdown(text: str) -> SafeString:
     # The output of render() is sanitized by nh3: safe to mark.
     return mark_safe(markdown.render(text))
+
+
+@register.filter
+def code_spans(text: str) -> SafeString:
+    """The engine's words with `code` in backquotes (the training-code checker quotes the
+    program so) shown as code; everything escaped, and unpaired backquotes left as they are."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:
+        return escape(text)
+    shown = (escape(p) if i % 2 == 0 else f"<code>{escape(p)}</code>" for i, p in enumerate(parts))
+    return mark_safe("".join(shown))
 
 
 @register.filter

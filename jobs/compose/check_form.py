@@ -14,16 +14,21 @@ from guidance.facts import cluster_facts
 SCRIPT_SUFFIXES = ".sh,.sbatch,.slurm,.job,.bash,.txt,text/plain,text/x-shellscript"
 
 
-class ScriptCheckForm(forms.Form):
-    cluster = forms.ModelChoiceField(
+def cluster_field(required: str) -> forms.ModelChoiceField:
+    """The cluster to check against, as the page's forms choose it (by slug, in links too)."""
+    return forms.ModelChoiceField(
         queryset=models.Cluster.objects.with_facts(),
         to_field_name="slug",
         empty_label=None,
         error_messages={
-            "required": "Choose the cluster the script is for.",
+            "required": required,
             "invalid_choice": "There is no cluster “%(value)s”: choose one from the list.",
         },
     )
+
+
+class ScriptCheckForm(forms.Form):
+    cluster = cluster_field("Choose the cluster the script is for.")
     script = forms.CharField(
         label="Job script",
         required=False,

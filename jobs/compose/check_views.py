@@ -1,5 +1,6 @@
 """ "Check my script": the findings on a pasted script and the lines they are about, the fixed
-script to download or to check again, and a link that opens the script in the composer."""
+script to download or to check again, and a link that opens the script in the composer. Beside
+it, the training program: pasted or uploaded, its findings against its numbered lines."""
 
 from urllib.parse import urlencode
 
@@ -14,6 +15,8 @@ from guidance.engine.script_check import ACCOUNT_PLACEHOLDER
 from jobs.compose import from_script
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.check_result import diff_lines, listing
+from jobs.compose.code_check_form import CodeCheckForm
+from jobs.compose.code_check_result import program_result
 from jobs.compose.views import SCRIPT_TYPE
 
 FIXED_NAME = "job-fixed.sh"
@@ -24,9 +27,29 @@ FIXED_NAME = "job-fixed.sh"
 def check(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         form = ScriptCheckForm(initial={"cluster": request.GET.get("cluster")})
-        return render(request, "jobs/check.html", {"form": form})
+        return render(request, "jobs/check.html", {"form": form} | _code_form(request))
     form = ScriptCheckForm(request.POST, request.FILES)
-    return render(request, "jobs/check.html", _checked(form))
+    return render(request, "jobs/check.html", _checked(form) | _code_form(request, form))
+
+
+@login_required
+@require_POST
+def check_code(request: HttpRequest) -> HttpResponse:
+    """The training program's check, on the same page (the script's form starts afresh)."""
+    form = CodeCheckForm(request.POST, request.FILES)
+    context = {"form": ScriptCheckForm(initial={"cluster": request.POST.get("code-cluster")})}
+    context["code_form"] = form
+    if form.is_valid() and (checked := form.checked) is not None:
+        context["program"] = program_result(form.cleaned_data["files"], checked)
+    return render(request, "jobs/check.html", context)
+
+
+def _code_form(request: HttpRequest, script_form: ScriptCheckForm | None = None) -> dict:
+    """The training program's form, for the cluster the page is about."""
+    cluster = request.GET.get("cluster")
+    if script_form is not None:
+        cluster = script_form.data.get("cluster")
+    return {"code_form": CodeCheckForm(initial={"cluster": cluster})}
 
 
 @login_required
@@ -36,7 +59,7 @@ def check_fixed(request: HttpRequest) -> HttpResponse:
     the file is the diff the page showed, applied."""
     form = ScriptCheckForm(request.POST)
     if not form.is_valid():
-        return render(request, "jobs/check.html", _checked(form))
+        return render(request, "jobs/check.html", _checked(form) | _code_form(request, form))
     # Nothing left to fix: the script as sent. So it is when the only fix was the line breaks,
     # which no form field keeps (browsers send CRLF, the form reads LF).
     fixed = form.check().fixed
