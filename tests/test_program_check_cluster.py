@@ -8,6 +8,7 @@ automation node), never run by the portal, and the page shows the DataLoader's l
 warning.
 """
 
+import html
 import io
 import shlex
 import time
@@ -251,7 +252,7 @@ def test_a_missing_program_is_said_in_plain_words(account, user_client):
     )
     assert check.error == said
     page = user_client.get(f"/jobs/{job.pk}/").content.decode()
-    assert said in page
+    assert html.escape(said) in page
     assert "program-finding" not in page
 
 

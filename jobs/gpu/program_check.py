@@ -143,9 +143,9 @@ class Numbered:
     def snippet(self) -> str:
         lines = self.finding.before.strip().splitlines()
         first = lines[0].strip() if lines else ""
-        if len(first) > SNIPPET_CHARS or len(lines) > 1:
-            return first[:SNIPPET_CHARS].rstrip() + " …"
-        return first
+        if len(first) > SNIPPET_CHARS:
+            return first[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"  # at a word's end
+        return first + (" …" if len(lines) > 1 else "")
 
 
 @dataclass(frozen=True)
