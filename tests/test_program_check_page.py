@@ -126,19 +126,29 @@ def test_a_kept_check_shows_each_finding_with_its_place_code_and_source(user_cli
     assert ">Check the program again</button>" in page
 
 
-def test_the_gpu_warning_names_the_first_three_changes_and_links_them(user_client, job):
-    _kept(job)
+def test_the_gpu_warning_names_the_first_three_places_to_change_and_links_them(user_client, job):
+    later = [
+        _finding("cudnn_benchmark", Kind.CHANGE, Impact.LOW, line, "torch.manual_seed(0)")
+        for line in (60, 61)
+    ]
+    _kept(job, findings=[*FINDINGS[:4], *later, FINDINGS[4]])
     page = _page(user_client, job)
     start = page.index('<div class="warning program-changes">')
     warning = page[start : page.index("</div>", start)]
     assert warning.startswith('<div class="warning program-changes">2 GPUs at 15 % for 55 min: ')
+    # Two rules about the DataLoader's line are one place, linked to its first finding.
     assert (
         '<a href="#program-finding-1">train.py:42</a> '
-        "<code>loader = DataLoader(ds, batch_size=64, …</code>"
+        "<code>loader = DataLoader(ds, batch_size=64, …</code> "
+        "(The dataloader_num_workers title; The dataloader_pin_memory title)"
     ) in warning
-    assert '<a href="#program-finding-3">train.py:7</a> <code>model = Net()</code>' in warning
-    assert "#program-finding-4" not in warning  # three, not the low-impact fourth
-    assert "#program-finding-5" not in warning  # a default is not a change
+    assert (
+        '<a href="#program-finding-3">train.py:7</a> <code>model = Net()</code> '
+        "(The mixed_precision title; The tf32 title)"
+    ) in warning
+    assert '<a href="#program-finding-5">train.py:60</a>' in warning
+    assert "train.py:61" not in warning  # three places, not a fourth
+    assert "#program-finding-7" not in warning  # a default is not a change
     # The fragment htmx refreshes shows it too.
     fragment = user_client.get(f"/jobs/{job.pk}/gpus/").content.decode()
     assert '<a href="#program-finding-1">train.py:42</a>' in fragment

@@ -20,7 +20,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.gpu.efficiency import gpu_uses, ran_seconds, warmup_ends
 from jobs.models import Job, ProgramCheck
 
-LINKED_CHANGES = 3  # the changes the low-utilization warning names, most impact first
+LINKED_PLACES = 3  # the places of change the low-utilization warning names, most impact first
 SNIPPET_CHARS = 40
 
 OUTSIDE = (
@@ -160,8 +160,32 @@ class ProgramPanel:
     unreadable: tuple[Unreadable, ...] = ()
 
     @property
-    def top_changes(self) -> tuple[Numbered, ...]:
-        return tuple(n for n in self.findings if n.finding.kind is Kind.CHANGE)[:LINKED_CHANGES]
+    def top_changes(self) -> tuple["Place", ...]:
+        """The first places to change, by the impact of their first change: several rules about
+        one line (a DataLoader without workers, pinned memory or a larger batch) are one place."""
+        places: dict[tuple[str, int], list[Numbered]] = {}
+        for numbered in self.findings:
+            f = numbered.finding
+            if f.kind is Kind.CHANGE:
+                at = (f.file, f.line)
+                if at in places or len(places) < LINKED_PLACES:
+                    places.setdefault(at, []).append(numbered)
+        return tuple(Place(tuple(changes)) for changes in places.values())
+
+
+@dataclass(frozen=True)
+class Place:
+    """One line of the program with the changes found there, for the GPU warning to link."""
+
+    changes: tuple[Numbered, ...]
+
+    @property
+    def first(self) -> Numbered:
+        return self.changes[0]
+
+    @property
+    def titles(self) -> str:
+        return "; ".join(n.finding.title for n in self.changes)
 
 
 def panel(job: Job) -> ProgramPanel:
