@@ -42,7 +42,7 @@ dataset = Numbers(64)
 # The portal's checker is to point here: no workers feed the GPU.
 loader = DataLoader(dataset, batch_size=8, shuffle=True)
 
-deadline = time.time() + 20
+deadline = time.time() + 12
 while time.time() < deadline:
     for batch in loader:
         optimizer.zero_grad()
@@ -204,7 +204,7 @@ def test_the_owner_checks_the_program_of_a_running_job_beside_its_gpu_warning(
     page = user_client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"The job's command runs <code>{folder}/train.py</code>" in page
     tasks.submit_job.apply(args=[job.pk])
-    running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 40)
+    running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 90)
     assert "35% busy on average" in running.gpu_warning
 
     # A stranger can neither check it nor learn that it exists.
@@ -234,7 +234,7 @@ def test_the_owner_checks_the_program_of_a_running_job_beside_its_gpu_warning(
     assert f">train.py:{DATALOADER_LINE}</a> <code>loader = DataLoader(dataset" in warning
     assert 'href="#program-finding-1"' in warning
 
-    ended = _poll_until(job, lambda j: j.is_final, 60)
+    ended = _poll_until(job, lambda j: j.is_final, 120)  # the dev cluster may be busy
     assert ended.state == JobState.COMPLETED  # the program ran on the cluster: the portal did not
 
 
