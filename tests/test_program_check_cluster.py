@@ -273,3 +273,57 @@ def test_through_the_automation_node_a_program_outside_the_jobs_folder_is_said_t
     error = ProgramCheck.objects.get(job=job).error
     assert error.startswith(f"train.py is in ~/code-{name}, and through the automation node")
     assert "only files directly in a job's folder" in error
+
+
+PACKAGED = {
+    "train.py": """\
+import torch
+
+from pipeline.loading import make_loader
+
+model = torch.nn.Linear(4, 1)
+for batch in make_loader():
+    model(batch).sum().backward()
+""",
+    "pipeline/__init__.py": "",
+    "pipeline/loading.py": """\
+from torch.utils.data import DataLoader
+
+from .numbers import Numbers
+
+
+def make_loader():
+    return DataLoader(Numbers(64), batch_size=8)
+""",
+    "pipeline/numbers.py": NUMBERS,
+}
+
+
+def test_the_projects_modules_are_followed_from_file_to_file(account, user_client, cluster):
+    name = _name()
+    folder = f"portal-jobs/{name}"
+    _put(cluster, folder, PACKAGED)
+    job = Job.objects.create(
+        owner=account.owner,
+        account=account,
+        name=name,
+        script=_script(name, f"cd {folder} && python3 train.py"),
+    )
+    user_client.post(f"/jobs/{job.pk}/program/")
+    check = ProgramCheck.objects.get(job=job)
+    assert check.error == ""
+    page = user_client.get(f"/jobs/{job.pk}/").content.decode()
+    if account.through_automation_node:
+        # Its wrapper reads only files directly in the job's folder: the rest is said, not read.
+        assert check.files == ["train.py"]
+        assert check.not_read == [
+            "pipeline/ is beside train.py, but through the automation node the portal reads "
+            "only files directly in the job's folder: the modules in it were not checked."
+        ]
+        assert html.escape(check.not_read[0]) in page
+    else:
+        # The empty pipeline/__init__.py has nothing to check.
+        assert check.files == ["train.py", "pipeline/loading.py", "pipeline/numbers.py"]
+        assert check.not_read == []
+        place = 'data-rule="dataloader_num_workers" data-file="pipeline/loading.py" data-line="7"'
+        assert place in page
