@@ -247,6 +247,11 @@ WAITING_STATES = frozenset(
 )
 
 
+# The folder of the home folder that holds each job's own (Job.job_dir), as the automation node's
+# wrapper (docker/cluster-side/portal-remote) expects it.
+JOBS_ROOT = "portal-jobs"
+
+
 class JobOrigin(models.TextChoices):
     PORTAL = "portal", "Submitted here"
     OUTSIDE = "outside", "Submitted outside the portal"
@@ -335,7 +340,7 @@ class Job(models.Model):
 
     @property
     def job_dir(self) -> str:
-        return f"portal-jobs/{self.name}"
+        return f"{JOBS_ROOT}/{self.name}"
 
     @property
     def is_final(self) -> bool:
@@ -619,3 +624,26 @@ class ClusterLoad(models.Model):
 
     def __str__(self) -> str:
         return f"GPUs of {self.cluster}"
+
+
+class ProgramCheck(models.Model):
+    """One "Check the program" of a job: the files read from the cluster and what the training-
+    code checker found in them, kept as the page shows them (jobs.gpu.program_check)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="program_checks")
+    checked_at = models.DateTimeField(default=timezone.now)
+    entry = models.CharField(
+        max_length=300, help_text="The program, as the job's command names it."
+    )
+    files = models.JSONField(default=list, help_text="The files read, entry first.")
+    findings = models.JSONField(default=list)
+    unreadable = models.JSONField(default=list, help_text="Files the checker could not read.")
+    not_read = models.JSONField(default=list, help_text="What was not read from the cluster, why.")
+    measured = models.CharField(max_length=100, blank=True, help_text="The GPU use it was tied to.")
+    error = models.TextField(blank=True, help_text="Why the program could not be read.")
+
+    class Meta:
+        ordering = ["-checked_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.entry} of {self.job}"

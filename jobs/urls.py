@@ -30,6 +30,7 @@ urlpatterns = [
     path("<int:pk>/gpus/", views.job_gpus, name="job_gpus"),
     path("<int:pk>/sooner/", sooner_views.start_sooner, name="job_sooner"),
     path("<int:pk>/next-run/", views.job_next_run, name="job_next_run"),
+    path("<int:pk>/program/", views.job_program_check, name="job_program_check"),
     path("logins/", login_views.accounts, name="accounts"),
     path("logins/<slug:slug>/key/", login_views.account_create, name="account_create"),
     path("logins/<int:pk>/test/", login_views.account_test, name="account_test"),

@@ -1,6 +1,7 @@
-"""The job pages: list, follow, cancel, retry, read output, GPU use and the next run. They read
-the database; the cluster is asked by Celery tasks (jobs/tasks.py), except for the output a user
-asks to see and a cancel, which go through jobs.cluster.remote while the user waits."""
+"""The job pages: list, follow, cancel, retry, read output, GPU use, its program and the next
+run. They read the database; the cluster is asked by Celery tasks (jobs/tasks.py), except for
+the output a user asks to see, a cancel and "Check the program" (its files read), which go
+through jobs.cluster.remote while the user waits."""
 
 from urllib.parse import urlencode
 
@@ -21,7 +22,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sooner import can_start_sooner
-from jobs.gpu import efficiency
+from jobs.gpu import efficiency, program_check
 from jobs.gpu.monitoring import is_monitored
 from jobs.models import ClusterAccount, Composition, Job, JobState
 
@@ -73,6 +74,19 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
     more = {"monitored": monitored, "can_start_sooner": can_start_sooner(obj)}
     return render(request, "jobs/job.html", ctx | _gpu_context(obj) | more)
+
+
+@login_required
+@require_POST
+def job_program_check(request: HttpRequest, pk: int) -> HttpResponse:
+    """Reads the job's Python program from the cluster while the user waits, checks it, and
+    keeps what it found; the page shows it."""
+    obj = _get_job_for_user(request, pk)
+    if why := program_check.not_offered(obj):
+        messages.info(request, why)
+    else:
+        program_check.check_program(obj)
+    return redirect(f"{obj.get_absolute_url()}#program-check")
 
 
 def stop_polling(response: HttpResponse) -> HttpResponse:
@@ -150,6 +164,7 @@ def _gpu_context(obj: Job) -> dict:
     return {
         "job": obj,
         "gpu": efficiency.gpu_panel(obj),
+        "program": program_check.panel(obj),
         "sample_seconds": max(settings.SAMPLE_SECONDS, 2),
         "warmup_minutes": round(settings.GPU_WARMUP_SECONDS / 60),
     }

@@ -2,17 +2,24 @@
 host-key fetch goes to the gateway, and every answer through the parsers in jobs.slurm.
 Models come in, plain results go out, nothing is saved here."""
 
+import posixpath
+import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
+from guidance.engine.code_check.entry import Entry
+from guidance.engine.code_check.local_imports import LocalImport, local_imports
 from guidance.engine.data_path import MANY_FILES, PathCheck
 from guidance.engine.shell import split_path
 from jobs.cluster import command_files, keys
 from jobs.cluster.errors import ClusterError, ErrorKind, slurm_not_answering
 from jobs.cluster.gateway import fetch_host_key, gateway
 from jobs.cluster.login import CommandResult, HostKey, Login
-from jobs.models import ClusterAccount, Job
+from jobs.cluster.sftp_files import user_path
+from jobs.models import JOBS_ROOT, ClusterAccount, Job
 from jobs.script_markers import STOP_MARK
 from jobs.slurm.free_gpus import FREE_GPUS_ARGV, NodeGpus, parse_free_gpus
 from jobs.slurm.nodes import (
@@ -334,3 +341,146 @@ def stop_line(job: Job) -> str:
     lines = tail.decode(errors="replace").splitlines()
     said = [line for line in lines if line.startswith(STOP_MARK)]
     return said[-1].removeprefix(STOP_MARK).strip() if said else ""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program's files as read from the cluster, by their path from its import root, entry
+    first; and, in plain words, what was not read and why."""
+
+    files: dict[str, bytes]
+    not_read: tuple[str, ...] = field(default=())
+
+
+# What an automation node's wrapper reads: a file directly in a job's folder, each part a name
+# as docker/cluster-side/portal-remote's NAME allows (its job_path()); it refuses the whole
+# command for any other path, so the portal asks only for these.
+_WRAPPER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,254}")
+
+
+def _wrapper_reads(path: str) -> bool:
+    parts = user_path(path).split("/")
+    shaped = len(parts) == 3 and parts[0] == JOBS_ROOT
+    return shaped and all(_WRAPPER_NAME.fullmatch(part) for part in parts[1:])
+
+
+def _folder_words(path: str) -> str:
+    """A folder as the user knows it: ~ for the home folder, where SFTP and the wrapper start."""
+    if path.startswith(("/", "~")):
+        return path
+    return f"~/{path}" if path else "~"
+
+
+def read_program(account: ClusterAccount, workdir: str, entry: Entry) -> Program:
+    """The program `entry` names and the project's modules it imports, followed from file to
+    file: read only, never run. Over the login's one SFTP session (one round of reads per level
+    of imports), or through an automation node with one portal-read a round, which reaches only
+    the files directly in a job's folder. Within the checker's limits (MAX_FILES,
+    MAX_FILE_BYTES, MAX_TOTAL_BYTES): a file over its limit is read one byte past it, for the
+    checker to say so. `workdir` is the folder the job ran in ("" for the home folder, where
+    sbatch runs from the portal); paths never meet a shell (SFTP, or the wrapper's argv).
+
+    Raises ClusterError: the gateway's, or one that says in plain words that the entry file is
+    not there or cannot be reached this way."""
+    login = login_for(account)
+
+    def placed(name: str) -> str:
+        path = posixpath.join(entry.root, name) if entry.root else name
+        if path.startswith(("/", "~")) or not workdir:
+            return path
+        return posixpath.join(workdir, path)
+
+    entry_path = placed(entry.name)
+    folder = _folder_words(posixpath.dirname(entry_path))
+    if login.commands_only and not _wrapper_reads(entry_path):
+        raise ClusterError(
+            ErrorKind.CONFIG,
+            f"{entry.name} is in {folder}, and through the automation node the portal reads "
+            f"only files directly in a job's folder (~/{JOBS_ROOT}/<job>/, as its wrapper "
+            "allows): paste the program on the Check page instead.",
+            retryable=False,
+        )
+    [(data, _)] = gateway.read_many(login, [(entry_path, 0)], MAX_FILE_BYTES + 1)
+    if not data:
+        _entry_there(login, entry, entry_path, folder)
+    files = {entry.name: data}
+    not_read: list[str] = []
+    out_of_reach: list[LocalImport] = []
+    total = len(data)
+    todo = _imports_of(entry.name, data)
+    while todo and len(files) < MAX_FILES:
+        seen = set(files)
+        asked = [
+            (module, name)
+            for module in todo
+            for name in module.candidates
+            if name not in seen and (not login.commands_only or _wrapper_reads(placed(name)))
+        ]
+        if login.commands_only:
+            out_of_reach += todo
+        read = gateway.read_many(login, [(placed(n), 0) for _, n in asked], MAX_FILE_BYTES + 1)
+        found = {name: data for (_, name), (data, _) in zip(asked, read, strict=True) if data}
+        todo = []
+        for name, data in found.items():
+            if name in files:
+                continue
+            if len(files) >= MAX_FILES or total + len(data) > MAX_TOTAL_BYTES:
+                not_read.append(
+                    f"{name} and what it imports were not read: the checker reads at most "
+                    f"{MAX_FILES} files and {MAX_TOTAL_BYTES // 1_000_000} MB of a program."
+                )
+                continue
+            files[name] = data
+            total += len(data)
+            todo += _imports_of(name, data)
+    if out_of_reach:
+        not_read += _beyond_the_wrapper(login, entry, placed, files, out_of_reach)
+    return Program(files, tuple(not_read))
+
+
+def _imports_of(name: str, data: bytes) -> list[LocalImport]:
+    return list(local_imports(data, name)) if len(data) <= MAX_FILE_BYTES else []
+
+
+def _entry_there(login: Login, entry: Entry, path: str, folder: str) -> None:
+    """Raises what the user is to hear when the entry file read as nothing: it is not there, or
+    the cluster would not let the portal read it (an empty file is fine)."""
+    listed = gateway.list_dir(login, posixpath.dirname(path) or ".")
+    size = listed.get(posixpath.basename(path))
+    if size is None:
+        raise ClusterError(
+            ErrorKind.REMOTE_FILE,
+            f"{entry.name} is not in {folder}: the job's command runs it from there "
+            f"({entry.command}).",
+            retryable=False,
+        )
+    if size:
+        raise ClusterError(
+            ErrorKind.REMOTE_FILE,
+            f"{entry.name} is in {folder}, but the cluster does not let your login read it.",
+            retryable=False,
+        )
+
+
+def _beyond_the_wrapper(
+    login: Login,
+    entry: Entry,
+    placed: Callable[[str], str],
+    files: dict[str, bytes],
+    modules: list[LocalImport],
+) -> list[str]:
+    """The project's modules in sub-folders of the job's folder, which an automation node's
+    wrapper does not read: named when the folder they would be in is there (one listing)."""
+    missing = [m for m in modules if not any(name in files for name in m.candidates)]
+    if not missing:
+        return []
+    listed = gateway.list_dir(login, posixpath.dirname(placed(entry.name)) or ".")
+    said = []
+    for top in sorted({m.module.split(".")[0] for m in missing}):
+        if top in listed and f"{top}.py" not in files:
+            said.append(
+                f"{top}/ is beside {entry.name}, but through the automation node the portal "
+                "reads only files directly in the job's folder: the modules in it were not "
+                "checked."
+            )
+    return said
