@@ -1327,7 +1327,7 @@ def test_a_program_wide_fix_before_a_class_shows_its_first_lines_only():
         + TRAINS
     )
     finding = one(result, "tf32")
-    assert finding.line == 4
+    assert finding.line == finding.end_line == 4
     assert finding.before == "@register\nclass Net(torch.nn.Module):"
     assert finding.after == (
         "torch.backends.cuda.matmul.allow_tf32 = True\n@register\nclass Net(torch.nn.Module):"
