@@ -1327,7 +1327,7 @@ def test_a_program_wide_fix_before_a_class_shows_its_first_lines_only():
         + TRAINS
     )
     finding = one(result, "tf32")
-    assert finding.line == 4
+    assert finding.line == finding.end_line == 4
     assert finding.before == "@register\nclass Net(torch.nn.Module):"
     assert finding.after == (
         "torch.backends.cuda.matmul.allow_tf32 = True\n@register\nclass Net(torch.nn.Module):"
@@ -1360,3 +1360,10 @@ def test_a_module_name_that_a_function_reassigns_as_global_is_not_knowable():
         "l = DataLoader(ds, num_workers=WORKERS, pin_memory=True)\n" + TRAINS
     )
     assert one(result, "dataloader_num_workers").kind is Kind.QUESTION
+
+
+def test_attention_through_an_nn_softmax_module_is_found_too():
+    program = ATTENTION.replace(
+        "weights = F.softmax(scores, dim=-1)", "weights = self.softmax(scores)"
+    ).replace("    def forward", "    softmax = torch.nn.Softmax(dim=-1)\n\n    def forward")
+    assert one(check(program + TRAINS), "manual_attention").line == 11

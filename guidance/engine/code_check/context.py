@@ -100,8 +100,12 @@ def make(
     fix: str = "",
     snippet: Snippet | None = None,
 ) -> CodeFinding:
-    """A finding of the catalogue's rule at the node (its first line and column)."""
+    """A finding of the catalogue's rule at the node (its first line and column); of a
+    compound statement (a class, a loop), about its first line only."""
     info = RULES[rule]
+    end_line = getattr(node, "end_lineno", None) or node.lineno
+    if hasattr(node, "body"):
+        end_line = node.lineno
     return CodeFinding(
         rule=rule,
         kind=kind,
@@ -109,7 +113,7 @@ def make(
         file=program.name,
         line=node.lineno,
         column=program.column(node),
-        end_line=max(node.lineno, getattr(node, "end_lineno", None) or node.lineno),
+        end_line=max(node.lineno, end_line),
         title=info.title,
         message=message,
         fix=fix,

@@ -8,8 +8,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
-# Nodes that open a scope of their own for names assigned inside them.
-SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
@@ -162,6 +160,7 @@ _SKIPPED_FIELDS = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {}
 # Nodes with nothing below them worth a scope entry: their scope is their parent's.
 _LEAVES = frozenset({ast.Name, ast.Constant})
+# Nodes that open a scope of their own for names assigned inside them (besides the module).
 _OPENERS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 
 

@@ -182,8 +182,15 @@ def check_manual_attention(
     project: Project, program: Program, values: Values
 ) -> Iterator[CodeFinding]:
     for call in program.calls_by_attr.get("softmax", ()):
-        scores = _softmax_input(program, call)
-        if scores is None or not _is_scores(program, values, scores, call, _DEPTH):
+        scores = next(
+            (
+                given
+                for given in _softmax_inputs(program, call)
+                if _is_scores(program, values, given, call, _DEPTH)
+            ),
+            None,
+        )
+        if scores is None:
             continue
         if _has_fused_fallback(program, call):
             continue
@@ -205,16 +212,18 @@ def check_manual_attention(
         )
 
 
-def _softmax_input(program: Program, call: ast.Call) -> ast.AST | None:
+def _softmax_inputs(program: Program, call: ast.Call) -> list[ast.AST]:
+    """What the softmax is taken of: F.softmax(scores), scores.softmax(-1), or a module's
+    self.softmax(scores) (nn.Softmax)."""
     func = call.func
     qualname = program.qualname(func) or ""
     if qualname in SOFTMAX or qualname.endswith("functional.softmax"):
-        return call.args[0] if call.args else None
-    if isinstance(func, ast.Attribute):  # scores.softmax(dim=-1)
+        return call.args[:1]
+    if isinstance(func, ast.Attribute):
         base = program.qualname(func.value)
         if base is None or not base.startswith(("torch", "F")):
-            return func.value
-    return None
+            return [func.value, *call.args[:1]]
+    return []
 
 
 def _is_scores(program: Program, values: Values, expr: ast.AST, at: ast.AST, depth: int) -> bool:
