@@ -17,6 +17,7 @@ portal/api_check_code.py's, at /api/v1/check-code.
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, Throttled, ValidationError
@@ -117,6 +118,15 @@ def _schema_errors(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         for e in exc.errors
     ]
     return _unprocessable(request, errors)
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    # Django refuses the body before the schema sees it; say so in the API's shape, not as
+    # Django's HTML 400.
+    limit_mib = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 2**20
+    said = f"The request body is over the portal's limit of {limit_mib:g} MiB: send less."
+    return api.create_response(request, {"detail": said}, status=413)
 
 
 @api.exception_handler(InvalidInput)

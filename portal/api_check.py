@@ -23,8 +23,7 @@ class CheckIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     cluster: str = Field(max_length=50, description="Slug, as GET /api/v1/clusters lists it.")
-    # As POST /jobs takes it; the page checks the first MAX_CHARS of a longer one. A request
-    # body over Django's DATA_UPLOAD_MAX_MEMORY_SIZE would not be answered in the API's shape.
+    # As POST /jobs takes it; the page checks the first MAX_CHARS of a longer one.
     script: str = Field(max_length=MAX_CHARS, description="The sbatch script, from #!/bin/bash on.")
     account: str = Field(
         "",

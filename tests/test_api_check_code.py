@@ -252,3 +252,12 @@ def test_the_schema_lists_it_and_its_answers_match(client, seeded, secret):
         _check(answer.json(), _documented(spec, URL, "post", "200"), spec, "200")
     refused = _post(client, secret, {"cluster": "narval", "files": {"../x.py": "x = 1\n"}})
     _check(refused.json(), _documented(spec, URL, "post", "422"), spec, "422")
+
+
+def test_a_body_over_the_upload_limit_is_a_413_in_the_apis_words(client, seeded, secret):
+    from django.conf import settings
+
+    huge = "x = 1\n" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 6 + 1000)
+    response = _post(client, secret, {"cluster": "narval", "files": {"train.py": huge}})
+    assert response.status_code == 413
+    assert "over the portal's limit of 2.5 MiB" in response.json()["detail"]
