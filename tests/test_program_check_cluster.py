@@ -19,6 +19,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from guidance.engine import Placement
+from guidance.engine.code_check import MAX_FILES
 from jobs import tasks
 from jobs.compose.script import render
 from jobs.compose.script_spec import ScriptSpec
@@ -327,3 +328,32 @@ def test_the_projects_modules_are_followed_from_file_to_file(account, user_clien
         assert check.not_read == []
         place = 'data-rule="dataloader_num_workers" data-file="pipeline/loading.py" data-line="7"'
         assert place in page
+
+
+def test_a_program_that_imports_hundreds_of_modules_is_read_only_to_the_checkers_limits(
+    account, user_client, cluster
+):
+    name = _name()
+    folder = f"portal-jobs/{name}"
+    modules = {f"mod{i}.py": f"VALUE = {i}\n" for i in range(200)}
+    imports = "".join(f"import mod{i}\n" for i in range(200))
+    _put(cluster, folder, {"train.py": imports, **modules})
+    job = Job.objects.create(
+        owner=account.owner,
+        account=account,
+        name=name,
+        script=_script(name, f"cd {folder} && python3 train.py"),
+    )
+    user_client.post(f"/jobs/{job.pk}/program/")
+    check = ProgramCheck.objects.get(job=job)
+    assert check.error == ""
+    # The entry and the first modules it imports, up to the checker's 40 files; the rest is said
+    # once, not module by module.
+    assert check.files[0] == "train.py"
+    assert sorted(check.files[1:]) == sorted(f"mod{i}.py" for i in range(MAX_FILES - 1))
+    assert check.not_read == [
+        f"{200 - (MAX_FILES - 1)} more modules it imports were not read: the checker reads at "
+        "most 40 files and 2 MB of a program."
+    ]
+    page = user_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert html.escape(check.not_read[0]) in page

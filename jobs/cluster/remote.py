@@ -404,38 +404,61 @@ def read_program(account: ClusterAccount, workdir: str, entry: Entry) -> Program
     if not data:
         _entry_there(login, entry, entry_path, folder)
     files = {entry.name: data}
-    not_read: list[str] = []
     out_of_reach: list[LocalImport] = []
+    left: dict[str, LocalImport] = {}  # the modules the limits kept from being read, by name
     total = len(data)
     todo = _imports_of(entry.name, data)
-    while todo and len(files) < MAX_FILES:
-        seen = set(files)
-        asked = [
-            (module, name)
-            for module in todo
-            for name in module.candidates
-            if name not in seen and (not login.commands_only or _wrapper_reads(placed(name)))
-        ]
+    while todo:
+        room = MAX_FILES - len(files)
+        if room <= 0 or total >= MAX_TOTAL_BYTES:
+            left.update((m.module, m) for m in todo)
+            break
         if login.commands_only:
             out_of_reach += todo
+        # At most two places a file a round (mod.py, mod/__init__.py) for the room left: a
+        # program that imports thousands of modules costs a web request no more than 40 do.
+        asked: list[tuple[LocalImport, str]] = []
+        for module in todo:
+            wanted = [
+                name
+                for name in dict.fromkeys(module.candidates)
+                if name not in files
+                and name not in {n for _, n in asked}
+                and (not login.commands_only or _wrapper_reads(placed(name)))
+            ]
+            if len(asked) + len(wanted) > 2 * room:
+                left[module.module] = module
+                continue
+            asked += [(module, name) for name in wanted]
         read = gateway.read_many(login, [(placed(n), 0) for _, n in asked], MAX_FILE_BYTES + 1)
-        found = {name: data for (_, name), (data, _) in zip(asked, read, strict=True) if data}
         todo = []
-        for name, data in found.items():
-            if name in files:
+        for (module, name), (data, _) in zip(asked, read, strict=True):
+            if not data or name in files:
                 continue
             if len(files) >= MAX_FILES or total + len(data) > MAX_TOTAL_BYTES:
-                not_read.append(
-                    f"{name} and what it imports were not read: the checker reads at most "
-                    f"{MAX_FILES} files and {MAX_TOTAL_BYTES // 1_000_000} MB of a program."
-                )
+                left[module.module] = module
                 continue
             files[name] = data
             total += len(data)
             todo += _imports_of(name, data)
+    not_read = _over_the_limits(
+        [m for m in left.values() if not any(name in files for name in m.candidates)]
+    )
     if out_of_reach:
         not_read += _beyond_the_wrapper(login, entry, placed, files, out_of_reach)
     return Program(files, tuple(not_read))
+
+
+def _over_the_limits(modules: list[LocalImport]) -> list[str]:
+    """One sentence for all the modules the checker's limits left unread, however many."""
+    if not modules:
+        return []
+    count = len(modules)
+    said = f"{count} more modules it imports were" if count > 1 else "1 more module it imports was"
+    return [
+        f"{said} not read: the checker reads at most {MAX_FILES} files and "
+        f"{MAX_TOTAL_BYTES // 1_000_000} MB of a program."
+    ]
 
 
 def _imports_of(name: str, data: bytes) -> list[LocalImport]:
