@@ -632,9 +632,8 @@ class ProgramCheck(models.Model):
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="program_checks")
     checked_at = models.DateTimeField(default=timezone.now)
-    entry = models.CharField(
-        max_length=300, help_text="The program, as the job's command names it."
-    )
+    # A TextField: the path comes from the job's script, which puts no bound on it.
+    entry = models.TextField(help_text="The program, as the job's command names it.")
     files = models.JSONField(default=list, help_text="The files read, entry first.")
     findings = models.JSONField(default=list)
     unreadable = models.JSONField(default=list, help_text="Files the checker could not read.")

@@ -8,6 +8,7 @@ import pytest
 
 from guidance.engine.code_check import CodeFinding, Impact, Kind, Measured
 from guidance.engine.sources import DATALOADER, NO_BRAINER_TWEAKS
+from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.gpu import program_check
 from jobs.models import JobOrigin, ProgramCheck
 from tests.test_efficiency import add_samples, resnet_job
@@ -179,3 +180,49 @@ def test_the_cpus_per_gpu_are_the_jobs_own(job):
     assert program_check.cpus_per_gpu(job) == 6  # 12 CPUs for 2 GPUs
     job.cpus = None
     assert program_check.cpus_per_gpu(job) is None
+
+
+def test_a_program_path_of_any_length_is_kept(user_client, job, monkeypatch):
+    folder = "/".join(["a-rather-long-folder-name"] * 20)
+    job.script = f"#!/bin/bash\ncd {folder}\nsrun python train.py\n"
+    job.save()
+    said = "train.py is not in that folder."
+
+    def fake_read_program(account, workdir, entry):  # FAKE: the cluster's answer, not read
+        raise ClusterError(ErrorKind.REMOTE_FILE, said, retryable=False)
+
+    monkeypatch.setattr(program_check.remote, "read_program", fake_read_program)
+    user_client.post(f"/jobs/{job.pk}/program/")
+    check = ProgramCheck.objects.get(job=job)
+    assert check.entry == f"{folder}/train.py" and len(check.entry) > 500
+    check.clean_fields(exclude=["files", "findings", "unreadable", "not_read"])  # as PostgreSQL
+    assert html.escape(said) in _page(user_client, job)
+
+
+def test_a_login_key_the_portal_cannot_unlock_is_said_in_plain_words(user_client, job):
+    job.account.private_key_encrypted = "not a key the portal made"
+    job.account.save()
+    answer = user_client.post(f"/jobs/{job.pk}/program/", follow=True)
+    assert answer.status_code == 200
+    error = ProgramCheck.objects.get(job=job).error
+    assert error.startswith("The portal could not unlock the key it keeps for your login on ")
+    assert "make a new key on the Cluster logins page" in error
+    assert html.escape(error) in answer.content.decode()
+
+
+def test_a_check_kept_in_an_earlier_shape_asks_to_be_made_again(user_client, job):
+    old = program_check._stored(FINDINGS[0])
+    del old["end_line"]  # a field the checker did not keep then
+    ProgramCheck.objects.create(job=job, entry="code/train.py", findings=[old])
+    page = _page(user_client, job)
+    assert "kept by an earlier version of the portal" in page
+    assert ">Check the program again</button>" in page
+    assert "program-finding" not in page and "Nothing to change" not in page
+    assert user_client.get(f"/jobs/{job.pk}/gpus/").status_code == 200
+
+
+def test_a_kept_finding_with_a_field_this_version_lacks_still_shows(user_client, job):
+    newer = program_check._stored(FINDINGS[0]) | {"confidence": "high"}
+    ProgramCheck.objects.create(job=job, entry="code/train.py", findings=[newer])
+    page = _page(user_client, job)
+    assert 'data-rule="dataloader_num_workers" data-file="train.py" data-line="42"' in page

@@ -15,7 +15,7 @@ from guidance.engine.gpu_use import card_memory_gb, mean_of, peak_memory_gb
 from guidance.engine.sources import Source
 from guidance.facts import cluster_facts
 from guidance.models import Cluster
-from jobs.cluster import remote
+from jobs.cluster import keys, remote
 from jobs.cluster.errors import ClusterError
 from jobs.gpu.efficiency import gpu_uses, ran_seconds, warmup_ends
 from jobs.models import Job, ProgramCheck
@@ -56,6 +56,8 @@ def check_program(job: Job) -> ProgramCheck:
         program = remote.read_program(job.account, workdir, entry)
     except ClusterError as failure:
         return ProgramCheck.objects.create(job=job, entry=entry.path, error=failure.message)
+    except keys.DecryptionError:
+        return ProgramCheck.objects.create(job=job, entry=entry.path, error=key_lost(job))
     cluster = cluster_facts(Cluster.objects.with_facts().get(pk=job.account.cluster_id))
     measured = measured_use(job, cluster.policy.utilization_target_percent)
     result = check_code(
@@ -73,6 +75,15 @@ def check_program(job: Job) -> ProgramCheck:
         unreadable=[dataclasses.asdict(u) for u in result.unreadable],
         not_read=list(program.not_read),
         measured=str(measured) if measured else "",
+    )
+
+
+def key_lost(job: Job) -> str:
+    cluster = job.account.cluster.name
+    return (
+        f"The portal could not unlock the key it keeps for your login on {cluster}, so it could "
+        "not read the program: make a new key on the Cluster logins page, add it to the "
+        "cluster, and check again (an administrator can also restore the portal's key)."
     )
 
 
@@ -110,21 +121,36 @@ def _stored(finding: CodeFinding) -> dict:
     return dataclasses.asdict(finding)
 
 
-def shown(check: ProgramCheck) -> CodeCheck:
-    """The stored check as the checker gave it, for the page."""
-    findings = tuple(
-        CodeFinding(
-            **{
-                **f,
-                "kind": Kind(f["kind"]),
-                "impact": Impact(f["impact"]),
-                "source": Source(**f["source"]) if f.get("source") else None,
-            }
+FINDING_FIELDS = frozenset(f.name for f in dataclasses.fields(CodeFinding))
+UNREADABLE_FIELDS = frozenset(f.name for f in dataclasses.fields(Unreadable))
+
+
+def shown(check: ProgramCheck) -> CodeCheck | None:
+    """The stored check as the checker gave it, for the page; None when it was kept in a shape
+    this version no longer reads (a field it lacks, a kind or impact since renamed): the page
+    then asks for the check again rather than fail on every view."""
+    try:
+        findings = tuple(_finding(f) for f in check.findings)
+        unreadable = tuple(
+            Unreadable(**{k: v for k, v in u.items() if k in UNREADABLE_FIELDS})
+            for u in check.unreadable
         )
-        for f in check.findings
-    )
-    unreadable = tuple(Unreadable(**u) for u in check.unreadable)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
     return CodeCheck(findings, unreadable, tuple(check.files))
+
+
+def _finding(stored: dict) -> CodeFinding:
+    known = {k: v for k, v in stored.items() if k in FINDING_FIELDS}
+    source = known.get("source")
+    return CodeFinding(
+        **{
+            **known,
+            "kind": Kind(known["kind"]),
+            "impact": Impact(known["impact"]),
+            "source": Source(**source) if source else None,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -158,6 +184,7 @@ class ProgramPanel:
     check: ProgramCheck | None
     findings: tuple[Numbered, ...] = ()
     unreadable: tuple[Unreadable, ...] = ()
+    outdated: bool = False  # the kept check is in a shape this version cannot show
 
     @property
     def top_changes(self) -> tuple["Place", ...]:
@@ -194,5 +221,7 @@ def panel(job: Job) -> ProgramPanel:
     if check is None or check.error:
         return ProgramPanel(entry, not_offered(job), check)
     result = shown(check)
+    if result is None:
+        return ProgramPanel(entry, not_offered(job), check, outdated=True)
     numbered = tuple(Numbered(i, f) for i, f in enumerate(result.findings, 1))
     return ProgramPanel(entry, not_offered(job), check, numbered, result.unreadable)

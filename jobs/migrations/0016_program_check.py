@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('checked_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('entry', models.CharField(help_text="The program, as the job's command names it.", max_length=300)),
+                ('entry', models.TextField(help_text="The program, as the job's command names it.")),
                 ('files', models.JSONField(default=list, help_text='The files read, entry first.')),
                 ('findings', models.JSONField(default=list)),
                 ('unreadable', models.JSONField(default=list, help_text='Files the checker could not read.')),
