@@ -640,6 +640,10 @@ class ProgramCheck(models.Model):
     not_read = models.JSONField(default=list, help_text="What was not read from the cluster, why.")
     measured = models.CharField(max_length=100, blank=True, help_text="The GPU use it was tied to.")
     error = models.TextField(blank=True, help_text="Why the program could not be read.")
+    trains_or_evaluates = models.BooleanField(
+        default=True,
+        help_text="Whether the files read train or evaluate a model: without, nothing was checked.",
+    )
 
     class Meta:
         ordering = ["-checked_at", "-pk"]

@@ -6,9 +6,10 @@ import html
 
 import pytest
 
-from guidance.engine.code_check import CodeFinding, Impact, Kind, Measured
+from guidance.engine.code_check import CodeCheck, CodeFinding, Impact, Kind, Measured
 from guidance.engine.sources import DATALOADER, NO_BRAINER_TWEAKS
 from jobs.cluster.errors import ClusterError, ErrorKind
+from jobs.cluster.remote import Program
 from jobs.gpu import program_check
 from jobs.models import JobOrigin, ProgramCheck
 from tests.test_efficiency import add_samples, resnet_job
@@ -226,3 +227,31 @@ def test_a_kept_finding_with_a_field_this_version_lacks_still_shows(user_client,
     ProgramCheck.objects.create(job=job, entry="code/train.py", findings=[newer])
     page = _page(user_client, job)
     assert 'data-rule="dataloader_num_workers" data-file="train.py" data-line="42"' in page
+
+
+def test_a_program_with_no_training_in_the_files_read_is_not_said_to_follow_the_advice(
+    user_client, job, monkeypatch
+):
+    def fake_read_program(account, workdir, entry):  # FAKE: the files as the cluster gave them
+        return Program({"train.py": b"from loop import run\nrun()\n"})
+
+    def fake_check_code(files, cluster, **given):  # FAKE: the engine's verdict on them
+        return CodeCheck(files=tuple(files), trains_or_evaluates=False)
+
+    monkeypatch.setattr(program_check.remote, "read_program", fake_read_program)
+    monkeypatch.setattr(program_check, "check_code", fake_check_code)
+    user_client.post(f"/jobs/{job.pk}/program/")
+    assert ProgramCheck.objects.get(job=job).trains_or_evaluates is False
+    page = _page(user_client, job)
+    assert (
+        "No training or evaluation found in the files read (train.py): the checker had nothing "
+        "to check; its loop may be in a module the portal could not read."
+    ) in page
+    assert "Nothing to change" not in page
+
+
+def test_a_kept_check_of_files_that_neither_train_nor_evaluate_says_so(user_client, job):
+    _kept(job, findings=[], trains_or_evaluates=False)
+    page = _page(user_client, job)
+    assert "No training or evaluation found in the files read (train.py, models.py)" in page
+    assert "Nothing to change" not in page

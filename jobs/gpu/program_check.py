@@ -75,6 +75,7 @@ def check_program(job: Job) -> ProgramCheck:
         unreadable=[dataclasses.asdict(u) for u in result.unreadable],
         not_read=list(program.not_read),
         measured=str(measured) if measured else "",
+        trains_or_evaluates=result.trains_or_evaluates,
     )
 
 
@@ -137,7 +138,7 @@ def shown(check: ProgramCheck) -> CodeCheck | None:
         )
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
-    return CodeCheck(findings, unreadable, tuple(check.files))
+    return CodeCheck(findings, unreadable, tuple(check.files), check.trains_or_evaluates)
 
 
 def _finding(stored: dict) -> CodeFinding:

@@ -24,6 +24,7 @@ class Migration(migrations.Migration):
                 ('not_read', models.JSONField(default=list, help_text='What was not read from the cluster, why.')),
                 ('measured', models.CharField(blank=True, help_text='The GPU use it was tied to.', max_length=100)),
                 ('error', models.TextField(blank=True, help_text='Why the program could not be read.')),
+                ('trains_or_evaluates', models.BooleanField(default=True, help_text='Whether the files read train or evaluate a model: without, nothing was checked.')),
                 ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='program_checks', to='jobs.job')),
             ],
             options={
