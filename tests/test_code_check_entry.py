@@ -66,6 +66,15 @@ def test_it_names_the_program_a_command_runs(command, path, root):
         "sleep 60",
         "python 'unclosed.py",
         "",
+        # Folders, not files: the page would say the job runs "" and read a folder.
+        "python ~",
+        "python ~/",
+        "python $HOME",
+        "python $SLURM_SUBMIT_DIR/",
+        'python "$SLURM_SUBMIT_DIR"',
+        "python code/",
+        "python .",
+        "cd code && python ..",
     ],
 )
 def test_it_names_no_program_where_the_words_do_not_fix_one(command):

@@ -76,7 +76,7 @@ def _programs(text: str, cwd: str | None, depth: int = 0):
     for line in script.commands:
         for command in simple_commands(line):
             shell.assign(command)
-            words = [shell.expand(word) for word in command.words]
+            words = [_expand(shell, word) for word in command.words]
             if words and words[0] in ("cd", "pushd"):
                 cwd = _folder(cwd, words[1] if len(words) > 1 else HOME)
                 continue
@@ -87,6 +87,12 @@ def _programs(text: str, cwd: str | None, depth: int = 0):
     if portal_command is not None and depth == 0:
         # The portal's script: the user's command is the program, however it is started.
         yield from _programs(portal_command, cwd, depth + 1)
+
+
+def _expand(shell: Shell, word: str) -> str:
+    """The word with the script's variables in it, keeping a trailing slash: it says a folder."""
+    expanded = shell.expand(word)
+    return f"{expanded}/" if word.endswith("/") and not expanded.endswith("/") else expanded
 
 
 def _program(words: list[str], cwd: str | None, said: str, depth: int):
@@ -186,8 +192,11 @@ def _launched(words: list[str], cwd: str | None, said: str) -> Entry | None:
 
 
 def _file(word: str, cwd: str | None, said: str) -> Entry | None:
+    """The file a word names; None for a folder (`python ~`, `python $SLURM_SUBMIT_DIR/`,
+    `python code/`, `python .`): Python would run its __main__.py, which the portal does not
+    follow, and the page is not to say the job runs a folder."""
     path = _path(cwd, word)
-    if path is None:
+    if path is None or word.endswith("/") or posixpath.basename(path) in ("", ".", "..", HOME):
         return None
     return Entry(path, posixpath.dirname(path), said)
 
