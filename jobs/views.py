@@ -82,10 +82,11 @@ def job_program_check(request: HttpRequest, pk: int) -> HttpResponse:
     """Reads the job's Python program from the cluster while the user waits, checks it, and
     keeps what it found; the page shows it."""
     obj = _get_job_for_user(request, pk)
-    if why := program_check.not_offered(obj):
+    entry, why = program_check.offered(obj)
+    if entry is None:
         messages.info(request, why)
     else:
-        program_check.check_program(obj)
+        program_check.check_program(obj, entry)
     return redirect(f"{obj.get_absolute_url()}#program-check")
 
 

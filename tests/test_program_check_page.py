@@ -255,3 +255,24 @@ def test_a_kept_check_of_files_that_neither_train_nor_evaluate_says_so(user_clie
     page = _page(user_client, job)
     assert "No training or evaluation found in the files read (train.py, models.py)" in page
     assert "Nothing to change" not in page
+
+
+def test_the_script_is_read_for_its_program_once_a_page_and_not_on_the_gpu_poll(
+    user_client, job, monkeypatch
+):
+    # A long script takes about a second to read: the page reads it once, the GPU fragment
+    # that htmx asks for every few seconds not at all.
+    calls = []
+    real = program_check.program_entry
+
+    def counted(script):
+        calls.append(script)
+        return real(script)
+
+    monkeypatch.setattr(program_check, "program_entry", counted)
+    _kept(job)
+    assert "The job's command runs <code>code/train.py</code>" in _page(user_client, job)
+    assert len(calls) == 1
+    fragment = user_client.get(f"/jobs/{job.pk}/gpus/").content.decode()
+    assert '<a href="#program-finding-1">train.py:42</a>' in fragment
+    assert len(calls) == 1

@@ -5,6 +5,7 @@ with the GPU use the portal measured, and kept as a ProgramCheck for the page to
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.conf import settings
 
@@ -34,23 +35,19 @@ NOT_NAMED = (
 )
 
 
-def entry_of(job: Job) -> Entry | None:
-    return program_entry(job.script) if job.script and not job.is_outside else None
-
-
-def not_offered(job: Job) -> str:
-    """Why the page offers no "Check the program" for this job; "" when it does."""
+def offered(job: Job) -> tuple[Entry | None, str]:
+    """The program the job runs, and why the page offers no "Check the program" ("" when it
+    does). Its script is read once a request: a long one takes a while."""
     if job.is_outside or not job.script:
-        return OUTSIDE
-    return "" if entry_of(job) else NOT_NAMED
+        return None, OUTSIDE
+    entry = program_entry(job.script)
+    return entry, "" if entry else NOT_NAMED
 
 
-def check_program(job: Job) -> ProgramCheck:
-    """Reads the job's program from the cluster and checks it; a cluster's refusal or a missing
-    file is kept as the check's error, in the words the user is to read."""
-    entry = entry_of(job)
-    if entry is None:
-        raise ValueError(not_offered(job))
+def check_program(job: Job, entry: Entry) -> ProgramCheck:
+    """Reads the program `entry` names (offered(job)) from the cluster and checks it; a
+    cluster's refusal or a missing file is kept as the check's error, in the words the user is
+    to read."""
     workdir = job.work_dir if job.is_outside else ""  # the portal submits from the home folder
     try:
         program = remote.read_program(job.account, workdir, entry)
@@ -175,17 +172,29 @@ class Numbered:
         return first + (" …" if len(lines) > 1 else "")
 
 
-@dataclass(frozen=True)
+@dataclass
 class ProgramPanel:
     """What the job page shows about its program: whether it can be checked (and why not), and
-    the last check."""
+    the last check. The program is named from the script only when the page asks (the GPU
+    fragment htmx refreshes does not), and then once."""
 
-    entry: Entry | None
-    why_not: str
+    job: Job
     check: ProgramCheck | None
     findings: tuple[Numbered, ...] = ()
     unreadable: tuple[Unreadable, ...] = ()
     outdated: bool = False  # the kept check is in a shape this version cannot show
+
+    @cached_property
+    def _offered(self) -> tuple[Entry | None, str]:
+        return offered(self.job)
+
+    @property
+    def entry(self) -> Entry | None:
+        return self._offered[0]
+
+    @property
+    def why_not(self) -> str:
+        return self._offered[1]
 
     @property
     def top_changes(self) -> tuple["Place", ...]:
@@ -218,11 +227,10 @@ class Place:
 
 def panel(job: Job) -> ProgramPanel:
     check = latest(job)
-    entry = entry_of(job)
     if check is None or check.error:
-        return ProgramPanel(entry, not_offered(job), check)
+        return ProgramPanel(job, check)
     result = shown(check)
     if result is None:
-        return ProgramPanel(entry, not_offered(job), check, outdated=True)
+        return ProgramPanel(job, check, outdated=True)
     numbered = tuple(Numbered(i, f) for i, f in enumerate(result.findings, 1))
-    return ProgramPanel(entry, not_offered(job), check, numbered, result.unreadable)
+    return ProgramPanel(job, check, numbered, result.unreadable)
