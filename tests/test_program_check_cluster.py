@@ -28,8 +28,11 @@ from jobs.script_markers import MONITORING_START
 from tests.cluster_routes import ROUTES, take_route
 from tests.test_monitoring_cluster import FAKE_HOME_DIR, FAKE_NVML
 
-DATALOADER_LINE = 12
-TRAIN = """\
+DATALOADER_LINE = 13
+STOP_FILE = "stop-training"  # beside train.py: the test's word that it has seen enough
+SAFETY_SECONDS = 300  # train.py stops by itself after this, should the test not say so
+TRAIN = f"""\
+import os
 import time
 
 import torch
@@ -43,8 +46,9 @@ dataset = Numbers(64)
 # The portal's checker is to point here: no workers feed the GPU.
 loader = DataLoader(dataset, batch_size=8, shuffle=True)
 
-deadline = time.time() + 12
-while time.time() < deadline:
+# Runs until the test has checked it (the stop file), so that it is still running then.
+deadline = time.time() + {SAFETY_SECONDS}
+while time.time() < deadline and not os.path.exists("{STOP_FILE}"):
     for batch in loader:
         optimizer.zero_grad()
         loss = model(batch).sum()
@@ -161,7 +165,7 @@ def _script(name: str, command: str) -> str:
         nodes=1,
         cpus_per_task=2,
         mem="1000M",
-        time="00:03:00",
+        time="00:08:00",  # past train.py's own safety stop
         command=command,
         placement=Placement.SHARED,
         data_source="$HOME",
@@ -205,37 +209,39 @@ def test_the_owner_checks_the_program_of_a_running_job_beside_its_gpu_warning(
     page = user_client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"The job's command runs <code>{folder}/train.py</code>" in page
     tasks.submit_job.apply(args=[job.pk])
-    running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 90)
-    assert "35% busy on average" in running.gpu_warning
+    try:
+        running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 300)
+        assert "35% busy on average" in running.gpu_warning
 
-    # A stranger can neither check it nor learn that it exists.
-    assert stranger_client.post(f"/jobs/{job.pk}/program/").status_code == 404
-    assert not ProgramCheck.objects.exists()
+        # A stranger can neither check it nor learn that it exists.
+        assert stranger_client.post(f"/jobs/{job.pk}/program/").status_code == 404
+        assert not ProgramCheck.objects.exists()
 
-    answer = user_client.post(f"/jobs/{job.pk}/program/")
-    assert answer.status_code == 302 and answer["Location"].endswith("#program-check")
-    check = ProgramCheck.objects.get(job=job)
-    assert check.error == ""
-    # The entry first, then the project's own module it imports; torch is a library, not read.
-    assert check.files == ["train.py", "numbers_data.py"]
-    assert check.measured.startswith("GPU at 35 % for ")
+        answer = user_client.post(f"/jobs/{job.pk}/program/")
+        assert answer.status_code == 302 and answer["Location"].endswith("#program-check")
+        check = ProgramCheck.objects.get(job=job)
+        assert check.error == ""
+        # The entry first, then the project's own module it imports; torch is a library, not read.
+        assert check.files == ["train.py", "numbers_data.py"]
+        assert check.measured.startswith("GPU at 35 % for ")
 
-    page = user_client.get(f"/jobs/{job.pk}/").content.decode()
-    finding = (
-        f'data-rule="dataloader_num_workers" data-file="train.py" data-line="{DATALOADER_LINE}"'
-    )
-    assert finding in page
-    assert f"train.py:{DATALOADER_LINE}</strong>" in page
-    assert "loader = DataLoader(dataset, batch_size=8, shuffle=True)" in page  # before
-    assert "num_workers=2" in page  # after: the job's own 2 CPUs for its GPU
-    # The warning names the line and links to the finding.
-    warning = page[page.index('class="warning program-changes"') :]
-    warning = warning[: warning.index("</div>")]
-    assert warning.startswith('class="warning program-changes">GPU at 35 % for ')
-    assert f">train.py:{DATALOADER_LINE}</a> <code>loader = DataLoader(dataset" in warning
-    assert 'href="#program-finding-1"' in warning
-
-    ended = _poll_until(job, lambda j: j.is_final, 120)  # the dev cluster may be busy
+        page = user_client.get(f"/jobs/{job.pk}/").content.decode()
+        finding = (
+            f'data-rule="dataloader_num_workers" data-file="train.py" data-line="{DATALOADER_LINE}"'
+        )
+        assert finding in page
+        assert f"train.py:{DATALOADER_LINE}</strong>" in page
+        assert "loader = DataLoader(dataset, batch_size=8, shuffle=True)" in page  # before
+        assert "num_workers=2" in page  # after: the job's own 2 CPUs for its GPU
+        # The warning names the line and links to the finding.
+        warning = page[page.index('class="warning program-changes"') :]
+        warning = warning[: warning.index("</div>")]
+        assert warning.startswith('class="warning program-changes">GPU at 35 % for ')
+        assert f">train.py:{DATALOADER_LINE}</a> <code>loader = DataLoader(dataset" in warning
+        assert 'href="#program-finding-1"' in warning
+    finally:
+        _put(cluster, folder, {STOP_FILE: ""})  # train.py ends: the check is done
+    ended = _poll_until(job, lambda j: j.is_final, 300)  # the dev cluster may be busy
     assert ended.state == JobState.COMPLETED  # the program ran on the cluster: the portal did not
 
 
