@@ -262,3 +262,51 @@ def test_the_composer_offers_to_check_a_training_program_as_the_workload_changes
     # A new composition starts as training (the first choice): the hint is there at once.
     page = html.unescape(user_client.get("/jobs/new/").content.decode())
     assert '<a href="/jobs/check/#training-program">Check your training program first</a>' in page
+
+
+# --- Nothing typed is lost -------------------------------------------------------------------
+
+SCRIPT = "#!/bin/bash\n#SBATCH --gpus-per-node=1\n#SBATCH --time=1:00:00\npython train.py\n"
+
+
+def _script_box(page: str) -> str:
+    return re.search(r'<textarea name="script"[^>]*>\n(.*?)</textarea>', page, re.S).group(1)
+
+
+def test_both_boxes_are_one_form_with_a_button_each(user_client, seeded):
+    page = _page(user_client.get("/jobs/check/"))
+    form = re.search(r'<form id="check-form" [^>]*action="/jobs/check/"', page)
+    assert form, "the script's form has no id for the program's fields to name"
+    program = re.search(r'<section id="training-program".*', page, re.S).group(0)
+    for name in ("code-cluster", "code-file_name", "code-program", "code-uploads", "code-entry"):
+        assert re.search(rf'name="{name}"[^>]* form="check-form"', program), name
+    button = '<button type="submit" form="check-form" formaction="' + URL + '#training-program"'
+    assert button in program
+
+
+def test_checking_the_program_keeps_the_script_typed_beside_it(user_client, seeded):
+    data = {"cluster": "cedar", "script": SCRIPT, "code-cluster": "narval", "code-program": CLEAN}
+    page = _page(user_client.post(URL, data))
+    assert NOTHING_TO_CHANGE in page
+    assert _script_box(page) == SCRIPT
+    script_form = re.search(r'<form id="check-form".*?</form>', page, re.S).group(0)
+    assert '<option value="cedar" selected>' in script_form
+
+
+def test_checking_the_script_keeps_the_program_typed_beside_it(user_client, seeded):
+    data = {
+        "cluster": "narval",
+        "script": SCRIPT,
+        "code-cluster": "cedar",
+        "code-program": LOADER,
+        "code-file_name": "fit.py",
+        "code-entry": "fit.py",
+    }
+    page = _page(user_client.post("/jobs/check/", data))
+    assert "On Narval" in page  # the script was checked
+    assert "code-result-title" not in page  # and the program was not
+    assert _textarea(page) == LOADER
+    assert 'name="code-file_name" value="fit.py"' in page
+    assert 'name="code-entry" value="fit.py"' in page
+    program = re.search(r'<section id="training-program".*', page, re.S).group(0)
+    assert '<option value="cedar" selected>' in program

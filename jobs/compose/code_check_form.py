@@ -12,6 +12,9 @@ from jobs.compose import program_files
 from jobs.compose.check_form import cluster_field
 
 PREFIX = "code"
+# The Check page's one form, which the script's fields are in: the program's fields and button
+# name it (HTML's form attribute), so that either button sends both boxes (check.html).
+PAGE_FORM = "check-form"
 
 
 class MultipleFileInput(forms.FileInput):
@@ -63,11 +66,15 @@ class CodeCheckForm(forms.Form):
     )
 
     names: tuple[str, ...] = ()  # the files sent, once read
+    # What a person types, which the page shows again when the script is checked instead.
+    TYPED = ("cluster", "file_name", "program", "entry")
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("label_suffix", "")
         kwargs.setdefault("prefix", PREFIX)
         super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.widget.attrs["form"] = PAGE_FORM
 
     def clean_program(self) -> str:
         return self.cleaned_data["program"].replace("\r\n", "\n")
