@@ -280,3 +280,13 @@ def test_a_body_over_the_upload_limit_is_a_413_in_the_apis_words(client, seeded,
     response = _post(client, secret, {"cluster": "narval", "files": {"train.py": huge}})
     assert response.status_code == 413
     assert "over the portal's limit of 2.5 MiB" in response.json()["detail"]
+
+
+def test_modules_go_in_by_their_path_and_imports_find_them(client, seeded, secret):
+    entry = ENTRY.replace(
+        "from data import make_loader", "from pipeline.loading import make_loader"
+    )
+    files = {"train.py": entry, "pipeline/__init__.py": "", "pipeline/loading.py": DATA_MODULE}
+    body = _answer(client, secret, files)
+    loaders = [f for f in body["findings"] if f["rule"] == "dataloader_num_workers"]
+    assert [(f["file"], f["line"]) for f in loaders] == [("pipeline/loading.py", 5)]

@@ -363,3 +363,42 @@ def test_a_helper_module_alone_is_not_said_to_need_nothing(user_client, seeded):
     page = _page(_post(user_client, program=HELPER, file_name="helpers.py"))
     assert 'class="finding code-finding' not in page
     assert NOTHING_CHECKED in _words(page) and NOTHING_TO_CHANGE not in page
+
+
+# --- Packages -------------------------------------------------------------------------------
+
+# The entry point imports its loader from a package, as projects lay theirs out.
+PACKAGED_ENTRY = ENTRY.replace(
+    "from data import make_loader", "from pipeline.loading import make_loader"
+)
+
+
+def test_the_upload_help_says_files_are_one_folder_and_what_to_do_for_packages(user_client, seeded):
+    page = _page(user_client.get("/jobs/check/"))
+    help_text = re.search(r'name="code-uploads".*?<small class="help">(.*?)</small>', page, re.S)
+    said = " ".join(help_text.group(1).split())
+    assert "taken as one folder" in said
+    assert "paste a module above under its path (e.g. pipeline/loading.py)" in said
+    assert "the API, which takes paths" in said
+
+
+def test_uploads_with_one_name_in_two_folders_are_told_why_and_what_works(user_client, seeded):
+    uploads = [_upload("models/__init__.py", "x = 1\n"), _upload("data/__init__.py", "y = 2\n")]
+    errors = _errors(_page(_post(user_client, uploads=uploads)))
+    assert "Two files are named __init__.py: uploaded files are taken as one folder" in errors
+    assert "paste a module in the box under its path, or use the API" in errors
+
+
+def test_a_module_pasted_under_its_path_is_found_by_the_import(user_client, seeded):
+    page = _page(
+        _post(
+            user_client,
+            program=DATA_MODULE,
+            file_name="pipeline/loading.py",
+            uploads=[_upload("train.py", PACKAGED_ENTRY)],
+            entry="train.py",
+        )
+    )
+    assert "pipeline/loading.py:5:" in _finding(page, "dataloader_num_workers")
+    names = re.findall(r"<summary><code>([\w./]+)</code>", page)
+    assert names == ["train.py", "pipeline/loading.py"]

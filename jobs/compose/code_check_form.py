@@ -17,6 +17,15 @@ PREFIX = "code"
 PAGE_FORM = "check-form"
 
 
+# Browsers send an upload's name without its folder (and Django keeps only the last part), so
+# models/__init__.py and data/__init__.py arrive with one name: say why, and what works instead.
+_SAME_NAME = (
+    "Two files are named {name}: uploaded files are taken as one folder, without their paths. "
+    "Send each file once; for a package layout (models/__init__.py, data/__init__.py), paste "
+    "a module in the box under its path, or use the API, which takes paths."
+)
+
+
 class MultipleFileInput(forms.FileInput):
     allow_multiple_selected = True
 
@@ -39,7 +48,8 @@ class CodeCheckForm(forms.Form):
         initial=program_files.DEFAULT_NAME,
         required=False,
         max_length=program_files.MAX_NAME_CHARS,
-        help_text="As the project names it, e.g. train.py: findings say file:line with it.",
+        help_text="As the project names it, its folder too (e.g. train.py or "
+        "pipeline/loading.py): findings say file:line with it, and imports find it by it.",
     )
     program = forms.CharField(
         label="Training program",
@@ -53,7 +63,9 @@ class CodeCheckForm(forms.Form):
         required=False,
         widget=MultipleFileInput(attrs={"multiple": True, "accept": ".py,text/x-python"}),
         help_text=f"One or more .py files: the entry point and the modules it imports from the "
-        f"project, at most {MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each.",
+        f"project, at most {MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each. They are taken "
+        f"as one folder (browsers send no paths): for a package layout, paste a module above "
+        f"under its path (e.g. pipeline/loading.py), or use the API, which takes paths.",
     )
     entry = forms.CharField(
         label="Entry point",
@@ -91,7 +103,7 @@ class CodeCheckForm(forms.Form):
         self._uploaded = set()
         for upload in data["uploads"]:
             if upload.name in files:
-                said = f"Two files are named {upload.name}: send each file once."
+                said = _SAME_NAME.format(name=upload.name)
                 self.add_error("uploads", said)
                 continue
             text = self._read(upload)
