@@ -101,11 +101,12 @@ def check(request: HttpRequest, body: CheckCodeIn) -> dict[str, Any]:
         known = ", ".join(models.Cluster.objects.values_list("slug", flat=True))
         message = f"No cluster '{body.cluster}'. Known clusters: {known}."
         raise InvalidInput([FieldError(field="cluster", code="unknown_cluster", message=message)])
-    if found := program_files.problems(body.files):
+    files = program_files.without_bom(body.files)
+    if found := program_files.problems(files):
         raise _refused(found)
-    if problem := program_files.entry_problem(body.entry or "", body.files):
+    if problem := program_files.entry_problem(body.entry or "", files):
         raise InvalidInput([FieldError(field="entry", code=problem.code, message=problem.message)])
-    result = check_code(body.files, cluster_facts(cluster), body.entry or None)
+    result = check_code(files, cluster_facts(cluster), body.entry or None)
     if found := program_files.unreadable(result):
         raise _refused(found)
     return {

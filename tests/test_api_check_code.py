@@ -290,3 +290,9 @@ def test_modules_go_in_by_their_path_and_imports_find_them(client, seeded, secre
     body = _answer(client, secret, files)
     loaders = [f for f in body["findings"] if f["rule"] == "dataloader_num_workers"]
     assert [(f["file"], f["line"]) for f in loaders] == [("pipeline/loading.py", 5)]
+
+
+def test_a_file_starting_with_a_byte_order_mark_is_checked(client, seeded, secret):
+    body = _answer(client, secret, {"train.py": "\ufeff" + LOADER})
+    workers = next(f for f in body["findings"] if f["rule"] == "dataloader_num_workers")
+    assert (workers["line"], workers["column"]) == (LOADER_LINE, LOADER_COLUMN)

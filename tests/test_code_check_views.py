@@ -402,3 +402,30 @@ def test_a_module_pasted_under_its_path_is_found_by_the_import(user_client, seed
     assert "pipeline/loading.py:5:" in _finding(page, "dataloader_num_workers")
     names = re.findall(r"<summary><code>([\w./]+)</code>", page)
     assert names == ["train.py", "pipeline/loading.py"]
+
+
+# --- Encodings ------------------------------------------------------------------------------
+
+# Saved by an editor in Latin-1, as its coding line says: "é" is the one byte 0xE9.
+LATIN_1 = ("# -*- coding: latin-1 -*-\n# Données: the loader below\n" + LOADER).encode("latin-1")
+
+
+def test_a_pasted_program_starting_with_a_byte_order_mark_is_checked(user_client, seeded):
+    page = _page(_post(user_client, program="\ufeff" + LOADER))
+    assert f"train.py:{LOADER_LINE}:{LOADER_COLUMN}" in _finding(page, "dataloader_num_workers")
+    assert "U+FEFF" not in page
+
+
+def test_an_upload_in_the_encoding_its_coding_line_names_is_checked(user_client, seeded):
+    page = _page(_post(user_client, uploads=[_upload("train.py", LATIN_1)]))
+    assert f"train.py:{LOADER_LINE + 2}:" in _finding(page, "dataloader_num_workers")
+    assert "# Données: the loader below" in page  # the listing, decoded as the file says
+
+
+def test_an_upload_not_in_its_encoding_is_still_refused(user_client, seeded):
+    no_coding_line = LATIN_1.split(b"\n", 1)[1]  # Latin-1 bytes, read as UTF-8
+    page = _page(_post(user_client, uploads=[_upload("train.py", no_coding_line)]))
+    assert "train.py is not a text file" in _errors(page)
+    unknown = b"# -*- coding: klingon -*-\nx = 1\n"
+    page = _page(_post(user_client, uploads=[_upload("train.py", unknown)]))
+    assert "train.py is not a text file" in _errors(page)

@@ -112,6 +112,7 @@ class CodeCheckForm(forms.Form):
                 self._uploaded.add(upload.name)
         if self.errors:
             return data
+        files = program_files.without_bom(files)
         for problem in program_files.problems(files):
             self._add_problem(problem)
         if problem := program_files.entry_problem(data["entry"].strip(), files):
@@ -132,11 +133,11 @@ class CodeCheckForm(forms.Form):
         if upload.size == 0:
             self.add_error("uploads", f"{upload.name} is empty: upload the program itself.")
             return None
-        try:
-            return upload.read().decode("utf-8-sig").replace("\r\n", "\n")
-        except UnicodeDecodeError:
-            self.add_error("uploads", program_files.not_text(upload.name).message)
+        text = program_files.decode(upload.name, upload.read())
+        if isinstance(text, program_files.Problem):
+            self.add_error("uploads", text.message)
             return None
+        return text.replace("\r\n", "\n")
 
     def _add_problem(self, problem: program_files.Problem) -> None:
         """On the field the file came from: the box, or the uploads."""
