@@ -65,9 +65,14 @@ class CheckCodeOut(Schema):
     findings: list[CodeFindingOut] = Field(
         description="Changes by expected impact (high first), then questions, then defaults; "
         "within each, the entry point first, then the other files by name, then by line. "
-        "Empty: nothing to change."
+        "Empty, with trains_or_evaluates true: nothing to change."
     )
     files: list[str] = Field(description="The files read, the entry point first.")
+    trains_or_evaluates: bool = Field(
+        description="Whether any file read trains or evaluates a model. False: the checker had "
+        "nothing to check (a helper module alone, a data script), so no findings does not mean "
+        "nothing to change: send the file with the training loop and the modules it imports."
+    )
 
 
 def _refused(found: list[program_files.Problem]) -> InvalidInput:
@@ -96,11 +101,12 @@ def check(request: HttpRequest, body: CheckCodeIn) -> dict[str, Any]:
         known = ", ".join(models.Cluster.objects.values_list("slug", flat=True))
         message = f"No cluster '{body.cluster}'. Known clusters: {known}."
         raise InvalidInput([FieldError(field="cluster", code="unknown_cluster", message=message)])
-    if found := program_files.problems(body.files):
+    files = program_files.without_bom(body.files)
+    if found := program_files.problems(files):
         raise _refused(found)
-    if problem := program_files.entry_problem(body.entry or "", body.files):
+    if problem := program_files.entry_problem(body.entry or "", files):
         raise InvalidInput([FieldError(field="entry", code=problem.code, message=problem.message)])
-    result = check_code(body.files, cluster_facts(cluster), body.entry or None)
+    result = check_code(files, cluster_facts(cluster), body.entry or None)
     if found := program_files.unreadable(result):
         raise _refused(found)
     return {
@@ -124,4 +130,5 @@ def check(request: HttpRequest, body: CheckCodeIn) -> dict[str, Any]:
             for f in result.findings
         ],
         "files": list(result.files),
+        "trains_or_evaluates": result.trains_or_evaluates,
     }

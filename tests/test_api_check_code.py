@@ -2,6 +2,8 @@
 editors: findings at their file, line and column, changes by impact first; files it cannot read
 are a 422 in the API's one shape, naming the file (and the line of a syntax error), never a 500."""
 
+from dataclasses import replace
+
 import pytest
 
 from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, Impact, Kind
@@ -126,6 +128,23 @@ def test_changes_come_first_most_impact_first(client, seeded, secret):
 def test_a_program_that_follows_the_advice_has_nothing_to_change(client, seeded, secret):
     assert _answer(client, secret, {"train.py": LOADER})["findings"]
     assert _answer(client, secret, {"train.py": CLEAN})["findings"] == []
+
+
+def test_it_says_whether_anything_trains_or_evaluates(client, seeded, secret, monkeypatch):
+    assert _answer(client, secret, {"train.py": CLEAN})["trains_or_evaluates"] is True
+    from portal import api_check_code
+
+    real = api_check_code.check_code
+    monkeypatch.setattr(
+        api_check_code,
+        "check_code",
+        lambda *args, **kwargs: replace(real(*args, **kwargs), trains_or_evaluates=False),
+    )
+    body = _answer(client, secret, {"helpers.py": "def scale(x):\n    return 2 * x\n"})
+    assert body["findings"] == [] and body["trains_or_evaluates"] is False
+    spec = client.get("/api/v1/openapi.json").json()
+    documented = spec["components"]["schemas"]["CheckCodeOut"]["properties"]
+    assert "nothing to check" in documented["trains_or_evaluates"]["description"]
 
 
 def test_the_entry_point_comes_first_and_modules_are_checked_too(client, seeded, secret):
@@ -261,3 +280,19 @@ def test_a_body_over_the_upload_limit_is_a_413_in_the_apis_words(client, seeded,
     response = _post(client, secret, {"cluster": "narval", "files": {"train.py": huge}})
     assert response.status_code == 413
     assert "over the portal's limit of 2.5 MiB" in response.json()["detail"]
+
+
+def test_modules_go_in_by_their_path_and_imports_find_them(client, seeded, secret):
+    entry = ENTRY.replace(
+        "from data import make_loader", "from pipeline.loading import make_loader"
+    )
+    files = {"train.py": entry, "pipeline/__init__.py": "", "pipeline/loading.py": DATA_MODULE}
+    body = _answer(client, secret, files)
+    loaders = [f for f in body["findings"] if f["rule"] == "dataloader_num_workers"]
+    assert [(f["file"], f["line"]) for f in loaders] == [("pipeline/loading.py", 5)]
+
+
+def test_a_file_starting_with_a_byte_order_mark_is_checked(client, seeded, secret):
+    body = _answer(client, secret, {"train.py": "\ufeff" + LOADER})
+    workers = next(f for f in body["findings"] if f["rule"] == "dataloader_num_workers")
+    assert (workers["line"], workers["column"]) == (LOADER_LINE, LOADER_COLUMN)

@@ -108,6 +108,21 @@ def test_a_clean_program_has_nothing_to_change_and_a_broken_one_is_named(page):
         page.screenshot(path=ARTIFACTS / "code-check-error-phone.png", full_page=True)
 
 
+def test_checking_one_box_keeps_what_was_typed_in_the_other(page):
+    script = "#!/bin/bash\n#SBATCH --gpus-per-node=1\n#SBATCH --time=1:00:00\npython train.py\n"
+    page.select_option("select[name=cluster]", "narval")
+    page.fill("textarea[name=script]", script)
+    _check(page, CLEAN)  # the program's button, the script never checked
+    assert page.get_by_text("Nothing to change: this program already follows").is_visible()
+    assert page.input_value("textarea[name=script]") == script
+    page.fill("textarea[name=code-program]", LOADER)  # typed, not checked
+    page.click("text=Check the script")
+    page.wait_for_selector("#result h2, #result .error")
+    assert page.input_value("textarea[name=code-program]") == LOADER
+    assert page.input_value("textarea[name=script]") == script
+    _fits(page)
+
+
 def test_the_composer_hint_follows_the_workload(page):
     page.goto("/jobs/new/?template=pytorch-training-1gpu")
     page.select_option("select[name=cluster]", "narval")

@@ -5,6 +5,7 @@ with nothing typed lost. And the composer's hint for a training job."""
 
 import html
 import re
+from dataclasses import replace
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -262,3 +263,169 @@ def test_the_composer_offers_to_check_a_training_program_as_the_workload_changes
     # A new composition starts as training (the first choice): the hint is there at once.
     page = html.unescape(user_client.get("/jobs/new/").content.decode())
     assert '<a href="/jobs/check/#training-program">Check your training program first</a>' in page
+
+
+# --- Nothing typed is lost -------------------------------------------------------------------
+
+SCRIPT = "#!/bin/bash\n#SBATCH --gpus-per-node=1\n#SBATCH --time=1:00:00\npython train.py\n"
+
+
+def _script_box(page: str) -> str:
+    return re.search(r'<textarea name="script"[^>]*>\n(.*?)</textarea>', page, re.S).group(1)
+
+
+def test_both_boxes_are_one_form_with_a_button_each(user_client, seeded):
+    page = _page(user_client.get("/jobs/check/"))
+    form = re.search(r'<form id="check-form" [^>]*action="/jobs/check/"', page)
+    assert form, "the script's form has no id for the program's fields to name"
+    program = re.search(r'<section id="training-program".*', page, re.S).group(0)
+    for name in ("code-cluster", "code-file_name", "code-program", "code-uploads", "code-entry"):
+        assert re.search(rf'name="{name}"[^>]* form="check-form"', program), name
+    button = '<button type="submit" form="check-form" formaction="' + URL + '#training-program"'
+    assert button in program
+
+
+def test_checking_the_program_keeps_the_script_typed_beside_it(user_client, seeded):
+    data = {"cluster": "cedar", "script": SCRIPT, "code-cluster": "narval", "code-program": CLEAN}
+    page = _page(user_client.post(URL, data))
+    assert NOTHING_TO_CHANGE in page
+    assert _script_box(page) == SCRIPT
+    script_form = re.search(r'<form id="check-form".*?</form>', page, re.S).group(0)
+    assert '<option value="cedar" selected>' in script_form
+
+
+def test_checking_the_script_keeps_the_program_typed_beside_it(user_client, seeded):
+    data = {
+        "cluster": "narval",
+        "script": SCRIPT,
+        "code-cluster": "cedar",
+        "code-program": LOADER,
+        "code-file_name": "fit.py",
+        "code-entry": "fit.py",
+    }
+    page = _page(user_client.post("/jobs/check/", data))
+    assert "On Narval" in page  # the script was checked
+    assert "code-result-title" not in page  # and the program was not
+    assert _textarea(page) == LOADER
+    assert 'name="code-file_name" value="fit.py"' in page
+    assert 'name="code-entry" value="fit.py"' in page
+    program = re.search(r'<section id="training-program".*', page, re.S).group(0)
+    assert '<option value="cedar" selected>' in program
+
+
+# --- A program that neither trains nor evaluates ----------------------------------------------
+
+NOTHING_CHECKED = (
+    "No training or evaluation found in these files: the checker had nothing to check. "
+    "Add the file with the training loop (or upload the modules it imports)."
+)
+HELPER = "def scale(x, factor=2):\n    return x * factor\n"
+
+
+def _words(page: str) -> str:
+    """The check's result as read, without its markup."""
+    found = re.search(r'<section id="code-result".*?</section>', page, re.S).group(0)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", found))
+
+
+@pytest.fixture
+def nothing_trained(monkeypatch):
+    """The checker as it answers files in which nothing trains or evaluates a model."""
+    from jobs.compose import code_check_form
+
+    real = code_check_form.check_code
+    monkeypatch.setattr(
+        code_check_form,
+        "check_code",
+        lambda *args, **kwargs: replace(real(*args, **kwargs), trains_or_evaluates=False),
+    )
+
+
+def test_files_in_which_nothing_trains_are_not_said_to_need_nothing(
+    user_client, seeded, nothing_trained
+):
+    page = _page(_post(user_client, program=HELPER, file_name="helpers.py"))
+    assert NOTHING_CHECKED in _words(page)
+    assert NOTHING_TO_CHANGE not in page
+    assert "<code>helpers.py</code>" in page  # the file is still listed as read
+
+
+def test_findings_are_shown_even_where_nothing_was_seen_to_train(
+    user_client, seeded, nothing_trained
+):
+    page = _page(_post(user_client, program=LOADER))
+    assert 'data-rule="dataloader_num_workers"' in page
+    assert "No training or evaluation found" not in page
+
+
+@pytest.mark.xfail(reason="until the engine sets CodeCheck.trains_or_evaluates", strict=False)
+def test_a_helper_module_alone_is_not_said_to_need_nothing(user_client, seeded):
+    page = _page(_post(user_client, program=HELPER, file_name="helpers.py"))
+    assert 'class="finding code-finding' not in page
+    assert NOTHING_CHECKED in _words(page) and NOTHING_TO_CHANGE not in page
+
+
+# --- Packages -------------------------------------------------------------------------------
+
+# The entry point imports its loader from a package, as projects lay theirs out.
+PACKAGED_ENTRY = ENTRY.replace(
+    "from data import make_loader", "from pipeline.loading import make_loader"
+)
+
+
+def test_the_upload_help_says_files_are_one_folder_and_what_to_do_for_packages(user_client, seeded):
+    page = _page(user_client.get("/jobs/check/"))
+    help_text = re.search(r'name="code-uploads".*?<small class="help">(.*?)</small>', page, re.S)
+    said = " ".join(help_text.group(1).split())
+    assert "taken as one folder" in said
+    assert "paste a module above under its path (e.g. pipeline/loading.py)" in said
+    assert "the API, which takes paths" in said
+
+
+def test_uploads_with_one_name_in_two_folders_are_told_why_and_what_works(user_client, seeded):
+    uploads = [_upload("models/__init__.py", "x = 1\n"), _upload("data/__init__.py", "y = 2\n")]
+    errors = _errors(_page(_post(user_client, uploads=uploads)))
+    assert "Two files are named __init__.py: uploaded files are taken as one folder" in errors
+    assert "paste a module in the box under its path, or use the API" in errors
+
+
+def test_a_module_pasted_under_its_path_is_found_by_the_import(user_client, seeded):
+    page = _page(
+        _post(
+            user_client,
+            program=DATA_MODULE,
+            file_name="pipeline/loading.py",
+            uploads=[_upload("train.py", PACKAGED_ENTRY)],
+            entry="train.py",
+        )
+    )
+    assert "pipeline/loading.py:5:" in _finding(page, "dataloader_num_workers")
+    names = re.findall(r"<summary><code>([\w./]+)</code>", page)
+    assert names == ["train.py", "pipeline/loading.py"]
+
+
+# --- Encodings ------------------------------------------------------------------------------
+
+# Saved by an editor in Latin-1, as its coding line says: "é" is the one byte 0xE9.
+LATIN_1 = ("# -*- coding: latin-1 -*-\n# Données: the loader below\n" + LOADER).encode("latin-1")
+
+
+def test_a_pasted_program_starting_with_a_byte_order_mark_is_checked(user_client, seeded):
+    page = _page(_post(user_client, program="\ufeff" + LOADER))
+    assert f"train.py:{LOADER_LINE}:{LOADER_COLUMN}" in _finding(page, "dataloader_num_workers")
+    assert "U+FEFF" not in page
+
+
+def test_an_upload_in_the_encoding_its_coding_line_names_is_checked(user_client, seeded):
+    page = _page(_post(user_client, uploads=[_upload("train.py", LATIN_1)]))
+    assert f"train.py:{LOADER_LINE + 2}:" in _finding(page, "dataloader_num_workers")
+    assert "# Données: the loader below" in page  # the listing, decoded as the file says
+
+
+def test_an_upload_not_in_its_encoding_is_still_refused(user_client, seeded):
+    no_coding_line = LATIN_1.split(b"\n", 1)[1]  # Latin-1 bytes, read as UTF-8
+    page = _page(_post(user_client, uploads=[_upload("train.py", no_coding_line)]))
+    assert "train.py is not a text file" in _errors(page)
+    unknown = b"# -*- coding: klingon -*-\nx = 1\n"
+    page = _page(_post(user_client, uploads=[_upload("train.py", unknown)]))
+    assert "train.py is not a text file" in _errors(page)

@@ -15,7 +15,7 @@ from guidance.engine.script_check import ACCOUNT_PLACEHOLDER
 from jobs.compose import from_script
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.check_result import diff_lines, listing
-from jobs.compose.code_check_form import CodeCheckForm
+from jobs.compose.code_check_form import PREFIX, CodeCheckForm
 from jobs.compose.code_check_result import program_result
 from jobs.compose.views import SCRIPT_TYPE
 
@@ -29,27 +29,31 @@ def check(request: HttpRequest) -> HttpResponse:
         form = ScriptCheckForm(initial={"cluster": request.GET.get("cluster")})
         return render(request, "jobs/check.html", {"form": form} | _code_form(request))
     form = ScriptCheckForm(request.POST, request.FILES)
-    return render(request, "jobs/check.html", _checked(form) | _code_form(request, form))
+    return render(request, "jobs/check.html", _checked(form) | _code_form(request))
 
 
 @login_required
 @require_POST
 def check_code(request: HttpRequest) -> HttpResponse:
-    """The training program's check, on the same page (the script's form starts afresh)."""
+    """The training program's check, on the same page, the script's box as it was sent."""
     form = CodeCheckForm(request.POST, request.FILES)
-    context = {"form": ScriptCheckForm(initial={"cluster": request.POST.get("code-cluster")})}
-    context["code_form"] = form
+    script = {"cluster": request.POST.get("cluster"), "script": request.POST.get("script", "")}
+    context = {"form": ScriptCheckForm(initial=script), "code_form": form}
     if form.is_valid() and (checked := form.checked) is not None:
         context["program"] = program_result(form.cleaned_data["files"], checked)
     return render(request, "jobs/check.html", context)
 
 
-def _code_form(request: HttpRequest, script_form: ScriptCheckForm | None = None) -> dict:
-    """The training program's form, for the cluster the page is about."""
-    cluster = request.GET.get("cluster")
-    if script_form is not None:
-        cluster = script_form.data.get("cluster")
-    return {"code_form": CodeCheckForm(initial={"cluster": cluster})}
+def _code_form(request: HttpRequest) -> dict:
+    """The training program's form, unchecked: as it was sent beside the script (the files
+    chosen for upload excepted, which no page can choose again), else for the page's cluster."""
+    if request.method == "GET":
+        return {"code_form": CodeCheckForm(initial={"cluster": request.GET.get("cluster")})}
+    sent = {name: request.POST.get(f"{PREFIX}-{name}") for name in CodeCheckForm.TYPED}
+    # Without a cluster of its own (a form that sent only the script), the script's.
+    sent["cluster"] = sent["cluster"] or request.POST.get("cluster")
+    initial = {name: value for name, value in sent.items() if value is not None}
+    return {"code_form": CodeCheckForm(initial=initial)}
 
 
 @login_required
@@ -59,7 +63,7 @@ def check_fixed(request: HttpRequest) -> HttpResponse:
     the file is the diff the page showed, applied."""
     form = ScriptCheckForm(request.POST)
     if not form.is_valid():
-        return render(request, "jobs/check.html", _checked(form) | _code_form(request, form))
+        return render(request, "jobs/check.html", _checked(form) | _code_form(request))
     # Nothing left to fix: the script as sent. So it is when the only fix was the line breaks,
     # which no form field keeps (browsers send CRLF, the form reads LF).
     fixed = form.check().fixed

@@ -12,6 +12,18 @@ from jobs.compose import program_files
 from jobs.compose.check_form import cluster_field
 
 PREFIX = "code"
+# The Check page's one form, which the script's fields are in: the program's fields and button
+# name it (HTML's form attribute), so that either button sends both boxes (check.html).
+PAGE_FORM = "check-form"
+
+
+# Browsers send an upload's name without its folder (and Django keeps only the last part), so
+# models/__init__.py and data/__init__.py arrive with one name: say why, and what works instead.
+_SAME_NAME = (
+    "Two files are named {name}: uploaded files are taken as one folder, without their paths. "
+    "Send each file once; for a package layout (models/__init__.py, data/__init__.py), paste "
+    "a module in the box under its path, or use the API, which takes paths."
+)
 
 
 class MultipleFileInput(forms.FileInput):
@@ -36,7 +48,8 @@ class CodeCheckForm(forms.Form):
         initial=program_files.DEFAULT_NAME,
         required=False,
         max_length=program_files.MAX_NAME_CHARS,
-        help_text="As the project names it, e.g. train.py: findings say file:line with it.",
+        help_text="As the project names it, its folder too (e.g. train.py or "
+        "pipeline/loading.py): findings say file:line with it, and imports find it by it.",
     )
     program = forms.CharField(
         label="Training program",
@@ -50,7 +63,9 @@ class CodeCheckForm(forms.Form):
         required=False,
         widget=MultipleFileInput(attrs={"multiple": True, "accept": ".py,text/x-python"}),
         help_text=f"One or more .py files: the entry point and the modules it imports from the "
-        f"project, at most {MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each.",
+        f"project, at most {MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each. They are taken "
+        f"as one folder (browsers send no paths): for a package layout, paste a module above "
+        f"under its path (e.g. pipeline/loading.py), or use the API, which takes paths.",
     )
     entry = forms.CharField(
         label="Entry point",
@@ -63,11 +78,15 @@ class CodeCheckForm(forms.Form):
     )
 
     names: tuple[str, ...] = ()  # the files sent, once read
+    # What a person types, which the page shows again when the script is checked instead.
+    TYPED = ("cluster", "file_name", "program", "entry")
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("label_suffix", "")
         kwargs.setdefault("prefix", PREFIX)
         super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.widget.attrs["form"] = PAGE_FORM
 
     def clean_program(self) -> str:
         return self.cleaned_data["program"].replace("\r\n", "\n")
@@ -84,7 +103,7 @@ class CodeCheckForm(forms.Form):
         self._uploaded = set()
         for upload in data["uploads"]:
             if upload.name in files:
-                said = f"Two files are named {upload.name}: send each file once."
+                said = _SAME_NAME.format(name=upload.name)
                 self.add_error("uploads", said)
                 continue
             text = self._read(upload)
@@ -93,6 +112,7 @@ class CodeCheckForm(forms.Form):
                 self._uploaded.add(upload.name)
         if self.errors:
             return data
+        files = program_files.without_bom(files)
         for problem in program_files.problems(files):
             self._add_problem(problem)
         if problem := program_files.entry_problem(data["entry"].strip(), files):
@@ -113,11 +133,11 @@ class CodeCheckForm(forms.Form):
         if upload.size == 0:
             self.add_error("uploads", f"{upload.name} is empty: upload the program itself.")
             return None
-        try:
-            return upload.read().decode("utf-8-sig").replace("\r\n", "\n")
-        except UnicodeDecodeError:
-            self.add_error("uploads", program_files.not_text(upload.name).message)
+        text = program_files.decode(upload.name, upload.read())
+        if isinstance(text, program_files.Problem):
+            self.add_error("uploads", text.message)
             return None
+        return text.replace("\r\n", "\n")
 
     def _add_problem(self, problem: program_files.Problem) -> None:
         """On the field the file came from: the box, or the uploads."""

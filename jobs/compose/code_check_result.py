@@ -37,6 +37,9 @@ class ProgramResult:
     questions: tuple[ShownFinding, ...]
     defaults: tuple[ShownFinding, ...]
     listings: tuple[FileListing, ...]
+    # False: no file trains or evaluates a model, so the checker had nothing to check and no
+    # finding does not mean nothing to change.
+    trains_or_evaluates: bool = True
 
     @property
     def clean(self) -> bool:
@@ -71,6 +74,7 @@ def program_result(files: Mapping[str, str], check: CodeCheck) -> ProgramResult:
             for name in names
             if name in files
         ),
+        trains_or_evaluates=check.trains_or_evaluates,
     )
 
 

@@ -3,7 +3,9 @@ checked before the training-code checker reads them: names it can cite as file:l
 checker's limits, text rather than binary. Every problem names the file it is about, so the
 page and the API say the same thing in the same words."""
 
+import io
 import re
+import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -94,9 +96,28 @@ def problems(files: Mapping[str, str]) -> list[Problem]:
     return found
 
 
+def without_bom(files: Mapping[str, str]) -> dict[str, str]:
+    """The files with one byte-order mark at the start of each dropped: editors on Windows save
+    one, and Python's parser refuses it in text already decoded (U+FEFF, 'non-printable')."""
+    return {name: text.removeprefix("\ufeff") for name, text in files.items()}
+
+
+def decode(name: str, data: bytes) -> str | Problem:
+    """An uploaded file's text, read as Python reads a source file: in the encoding its coding
+    line names (# -*- coding: latin-1 -*-), else UTF-8, a byte-order mark dropped. A Problem
+    when it is not text in that encoding."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):  # a coding line Python refuses too
+        return not_text(name)
+    return text.removeprefix("\ufeff")
+
+
 def not_text(name: str) -> Problem:
     said = (
-        f"{name} is not a text file: send the program's Python source, saved as plain text (UTF-8)."
+        f"{name} is not a text file: send the program's Python source, saved as plain text "
+        "(UTF-8, or the encoding its coding line names)."
     )
     return Problem(name, "not_text", said)
 
