@@ -429,3 +429,14 @@ def test_an_upload_not_in_its_encoding_is_still_refused(user_client, seeded):
     unknown = b"# -*- coding: klingon -*-\nx = 1\n"
     page = _page(_post(user_client, uploads=[_upload("train.py", unknown)]))
     assert "train.py is not a text file" in _errors(page)
+
+
+def test_put_it_in_the_box_keeps_the_program_typed_beside_the_script(user_client, seeded):
+    from tests.test_script_check_page import NO_ACCOUNT
+
+    data = {"cluster": "narval", "script": NO_ACCOUNT, "code-cluster": "cedar"}
+    page = _page(user_client.post("/jobs/check/", data | {"code-program": LOADER}))
+    box = re.search(r'<form method="post" action="/jobs/check/">.*?</form>', page, re.S).group(0)
+    assert "Put it in the box" in box
+    assert f'name="code-program" value="{LOADER}"' in box
+    assert 'name="code-cluster" value="cedar"' in box
