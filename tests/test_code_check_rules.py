@@ -968,6 +968,57 @@ def test_a_program_on_the_cpu_gets_no_program_wide_rule():
     }
 
 
+PROGRAM_WIDE = {"cudnn_benchmark", "tf32", "mixed_precision", "torch_compile", "channels_last"}
+# A small convolutional network trained on whatever `device` is: the line that picks the device
+# is what the tests below vary.
+ON_DEVICE = """\
+import torch
+from torch import nn
+
+{device}
+net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU()).to(device)
+opt = torch.optim.Adam(net.parameters())
+for images, labels in batches:
+    net(images.to(device)).mean().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "device = torch.accelerator.current_accelerator() if use_gpu else torch.device('cpu')",
+        "if torch.accelerator.is_available():\n    device = torch.accelerator.current_accelerator()"
+        "\nelse:\n    device = 'cpu'",
+        "device = torch.device(args.device)",
+        "device = torch.device(f'xpu:{rank}')",
+        "device = pick_device()",
+    ],
+)
+def test_a_program_whose_device_is_not_pinned_to_the_cpu_is_taken_to_run_on_a_gpu(device):
+    result = check(ON_DEVICE.format(device=device))
+    assert {f.rule for f in result.findings} >= PROGRAM_WIDE
+
+
+@pytest.mark.parametrize(
+    "device", ["device = torch.device('cpu')", "device = 'cpu'", "device = torch.device('cpu:0')"]
+)
+def test_a_program_pinned_to_the_cpu_gets_no_program_wide_rule(device):
+    result = check(ON_DEVICE.format(device=device))
+    assert not {f.rule for f in result.findings} & PROGRAM_WIDE
+
+
+def test_a_script_that_neither_trains_nor_evaluates_gets_nothing_whatever_its_device():
+    statistics = """\
+    import torch
+    from torch.utils.data import DataLoader
+    device = torch.accelerator.current_accelerator()
+    loader = DataLoader(images, batch_size=64)
+    total = sum(batch.to(device).sum() for batch in loader)
+    """
+    assert not check(statistics).findings
+
+
 def test_cudnn_benchmark_off_for_determinism_is_a_question_and_off_alone_a_change():
     deterministic = check(
         "import torch\ntorch.backends.cudnn.benchmark = False\n"
