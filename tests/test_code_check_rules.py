@@ -1092,6 +1092,68 @@ def test_lightning_strategy_dp_is_data_parallel_and_benchmark_true_counts():
     assert (finding.line, finding.kind) == (23, Kind.CHANGE) and 'strategy="ddp"' in finding.after
 
 
+CLI = """\
+import lightning as L
+import torch
+from lightning.pytorch.cli import LightningCLI
+from torch.utils.data import DataLoader
+
+
+class Segmenter(L.LightningModule):
+    def __init__(self, workers: int = 8):
+        super().__init__()
+        self.workers = workers
+        self.net = torch.compile(torch.nn.Conv2d(3, 2, 1).to(memory_format=torch.channels_last))
+
+    def train_dataloader(self):
+        return DataLoader(self.tiles, batch_size=16, num_workers=self.workers, pin_memory=True)
+
+
+torch.set_float32_matmul_precision("high")
+LightningCLI(
+    Segmenter,
+    trainer_defaults={
+        "max_epochs": 30,
+        "benchmark": True,
+    },
+)
+"""
+
+
+def test_lightning_cli_trains_and_its_trainer_defaults_are_the_trainers_arguments():
+    result = check(CLI)
+    loader = one(result, "dataloader_num_workers")
+    assert (loader.kind, loader.line) == (Kind.QUESTION, 14)
+    assert "`self.workers`" in loader.message
+    assert not found(result, "cudnn_benchmark")  # "benchmark": True in the defaults
+    finding = one(result, "mixed_precision")
+    assert (finding.kind, finding.line) == (Kind.CHANGE, 18)
+    assert '        "benchmark": True,\n        "precision": "bf16-mixed",\n    },' in finding.after
+    assert {f.rule for f in result.findings} == {"dataloader_num_workers", "mixed_precision"}
+
+
+def test_lightning_cli_trainer_defaults_set_wrong_unknown_or_missing():
+    wrong = check(CLI.replace('"benchmark": True', '"benchmark": False, "precision": 32'))
+    finding = one(wrong, "mixed_precision")
+    assert (finding.kind, finding.line) == (Kind.CHANGE, 22)
+    assert '"precision": "bf16-mixed"' in finding.after and "32" not in finding.after
+    assert one(wrong, "cudnn_benchmark").kind is Kind.CHANGE
+    unknown = check(CLI.replace('"max_epochs": 30', '"precision": args.precision'))
+    assert one(unknown, "mixed_precision").kind is Kind.QUESTION
+    defaults = CLI[CLI.index("    trainer_defaults") : CLI.index("    },\n") + 7]
+    none = check(CLI.replace(defaults, ""))
+    assert 'trainer_defaults={"precision": "bf16-mixed"}' in one(none, "mixed_precision").after
+
+
+def test_lightning_cli_with_run_false_trains_through_its_trainers_fit():
+    not_run = CLI.replace("LightningCLI(", "cli = LightningCLI(").replace(
+        "},\n)", "},\n    run=False,\n)"
+    )
+    assert not check(not_run).findings  # built but never fitted: nothing trains
+    fitted = check(not_run + "cli.trainer.fit(cli.model)\n")
+    assert {f.rule for f in fitted.findings} == {"dataloader_num_workers", "mixed_precision"}
+
+
 def test_hugging_face_arguments_missing_wrong_or_unknown():
     bare = check(
         "from transformers import Trainer, TrainingArguments\n"

@@ -8,6 +8,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from guidance.engine.code_check import frameworks
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.frameworks import Site
@@ -16,7 +17,6 @@ from guidance.engine.code_check.rules.layers import CONVOLUTIONS
 from guidance.engine.code_check.snippets import (
     Snippet,
     insert_lines,
-    set_keywords,
     short_call,
     torch_name,
 )
@@ -154,7 +154,7 @@ def _assigned(project: Project, qualname: str) -> list[tuple[Program, ast.Assign
 
 
 def _argument(project: Project, site: Site, name: str, position: int | None = None) -> Value | None:
-    return project.values[site.program.name].argument(site.call, name, position)
+    return frameworks.argument(project.values[site.program.name], site, name, position)
 
 
 def _node(value: Value) -> ast.AST:
@@ -165,8 +165,10 @@ def _is_true(value: Value | None) -> bool:
     return value is not None and value.known and bool(value.value)
 
 
-def _framework_fix(site: Site, changes: dict[str, str], given: Value | None) -> Snippet:
-    snippet = set_keywords(site.program, site.call, changes)
+def _framework_fix(
+    project: Project, site: Site, changes: dict[str, str], given: Value | None
+) -> Snippet:
+    snippet = frameworks.settings_fix(project.values[site.program.name], site, changes)
     return Snippet(snippet.before, "") if given is not None and given.spread else snippet
 
 
@@ -231,7 +233,7 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
                 "every convolution runs with a default algorithm instead of the fastest one "
                 "for its shapes on this GPU.",
                 "Pass benchmark=True to the Trainer.",
-                _framework_fix(site, {"benchmark": "True"}, given),
+                _framework_fix(project, site, {"benchmark": "True"}, given),
             )
             return
     for program, node, value in settings:
@@ -330,7 +332,7 @@ def check_tf32(project: Project) -> Iterator[CodeFinding]:
                 f"`{short_call(site.program, site.call)}` does not turn on TF32: float32 matrix "
                 "multiplications then skip the GPU's tensor cores.",
                 "Set tf32=True in the training arguments.",
-                _framework_fix(site, {"tf32": "True"}, given),
+                _framework_fix(project, site, {"tf32": "True"}, given),
             )
             return
     if project.frameworks.hf_trainers and not project.frameworks.hf_arguments:
@@ -420,14 +422,14 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
     if not project.runs_model_on_gpu or _uses_reduced_precision(project):
         return
     rule = "mixed_precision"
-    frameworks = project.frameworks
-    for site in frameworks.lightning[:1]:
+    found = project.frameworks
+    for site in found.lightning[:1]:
         yield from _lightning_precision(project, site)
         return
-    for site in frameworks.hf_arguments[:1]:
+    for site in found.hf_arguments[:1]:
         yield from _hf_precision(project, site)
         return
-    for site in frameworks.hf_trainers[:1]:
+    for site in found.hf_trainers[:1]:
         arguments = _argument(project, site, "args", 1)
         if arguments is not None:
             yield _question(
@@ -439,7 +441,7 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
                 "Pass --bf16 (or set bf16=True where the arguments are made).",
             )
             return
-    for site in frameworks.accelerators[:1]:
+    for site in found.accelerators[:1]:
         given = _argument(project, site, "mixed_precision")
         if given is not None and given.known and given.value in ("fp16", "bf16", "fp8"):
             return
@@ -453,7 +455,7 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
                 "do far more per cycle in bfloat16 or float16, and activations take half the "
                 "memory.",
                 'Pass mixed_precision="bf16" (or "fp16" on GPUs without bfloat16).',
-                _framework_fix(site, {"mixed_precision": '"bf16"'}, given),
+                _framework_fix(project, site, {"mixed_precision": '"bf16"'}, given),
             )
             return
         where = f"`{given.text}`" if given is not None else "the launcher (`accelerate launch`)"
@@ -467,7 +469,7 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
             "accelerate launch.",
         )
         return
-    if frameworks.hf_trainers:
+    if found.hf_trainers:
         return  # a Trainer with its default arguments: said by the arguments' absence elsewhere
     yield _at_place(
         rule,
@@ -506,7 +508,7 @@ def _lightning_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
         f"`{short_call(site.program, site.call)}` {now}: with mixed precision the tensor cores "
         "do far more per cycle and activations take half the memory.",
         'Pass precision="bf16-mixed" (or "16-mixed" on GPUs without bfloat16).',
-        _framework_fix(site, {"precision": '"bf16-mixed"'}, given),
+        _framework_fix(project, site, {"precision": '"bf16-mixed"'}, given),
     )
 
 
@@ -534,7 +536,7 @@ def _hf_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
         f"`{short_call(site.program, site.call)}` trains in float32: with bf16 (or fp16) the "
         "tensor cores do far more per cycle and activations take half the memory.",
         "Set bf16=True (fp16=True on GPUs without bfloat16).",
-        _framework_fix(site, {"bf16": "True"}, off),
+        _framework_fix(project, site, {"bf16": "True"}, off),
     )
 
 
@@ -576,7 +578,7 @@ def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
             "torch.compile fuses its operations into fewer, faster GPU kernels.",
             "Set torch_compile=True once training runs correctly (compilation can fail on "
             "unusual models: try it first).",
-            _framework_fix(site, {"torch_compile": "True"}, given),
+            _framework_fix(project, site, {"torch_compile": "True"}, given),
         )
         return
     if project.frameworks.hf_trainers:
