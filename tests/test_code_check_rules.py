@@ -1049,6 +1049,22 @@ def test_mixed_precision_counts_autocast_half_and_sixteen_bit_loading():
         assert not found(check(BARE_LOOP + setting), "mixed_precision"), setting
 
 
+@pytest.mark.parametrize(
+    "autocast",
+    [
+        "cast = functools.partial(torch.autocast, device_type='cuda')\n",
+        "cast = contextlib.nullcontext\nif use_amp:\n    cast = torch.amp.autocast\n",
+        "from torch.cuda.amp import autocast as cast\n",
+    ],
+)
+def test_autocast_referred_to_through_a_name_counts_as_mixed_precision(autocast):
+    program = BARE_LOOP.replace(
+        "\nmodel = ", f"import contextlib\nimport functools\n{autocast}\nmodel = "
+    )
+    program = program.replace("    loss = ", "    with cast():\n        loss = ")
+    assert not found(check(program), "mixed_precision")
+
+
 def test_an_inference_only_program_is_told_about_precision_but_not_compile():
     result = check(
         "import torch\nmodel = Net().cuda()\nmodel.eval()\nwith torch.no_grad():\n"

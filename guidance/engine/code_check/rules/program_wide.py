@@ -384,10 +384,11 @@ def _low_precision(value: Value | None) -> bool:
 
 
 def _uses_reduced_precision(project: Project) -> bool:
-    """autocast anywhere, a half/bfloat16 model, a model loaded in 16 bits."""
+    """autocast anywhere (called, or referred to: `partial(torch.autocast, ...)`, a name given
+    it, even behind a flag), a half/bfloat16 model, a model loaded in 16 bits."""
     for program in project.programs:
         values = project.values[program.name]
-        if program.calls_by_attr.get("autocast") or program.calls_named(*AUTOCAST):
+        if program.calls_by_attr.get("autocast") or _refers_to_autocast(program):
             return True
         for name in ("half", "bfloat16"):
             if any(isinstance(c.func, ast.Attribute) for c in program.calls_by_attr.get(name, ())):
@@ -405,6 +406,15 @@ def _uses_reduced_precision(project: Project) -> bool:
             if call.args and _low_precision(values.value(call.args[0])):
                 return True
     return False
+
+
+def _refers_to_autocast(program: Program) -> bool:
+    if any(qualname in AUTOCAST for qualname in program.aliases.values()):
+        return True  # `from torch import autocast`: imported to be used
+    return any(
+        node.attr == "autocast" and program.qualname(node) in AUTOCAST
+        for node in program.by_type[ast.Attribute]
+    )
 
 
 def _dtype(program: Program, values: Values, node: ast.AST) -> Value | None:
