@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 _LIGHTNING = ("lightning.", "pytorch_lightning.")
 _HUGGING_FACE = ("transformers.", "trl.")
+_FRAMEWORKS = (*_LIGHTNING, *_HUGGING_FACE, "accelerate.")
 # TrainingArguments and its subclasses: they take the same dataloader and precision arguments.
 HF_ARGUMENTS = frozenset(
     {
@@ -63,8 +64,10 @@ def find(project: "Project") -> Frameworks:
     found = Frameworks()
     for program in project.programs:
         for qualname, calls in program.calls_by_name.items():
+            if not qualname.startswith(_FRAMEWORKS):
+                continue  # most calls: one test each
             last = qualname.rsplit(".", 1)[-1]
-            sites = [Site(program, call) for call in sorted(calls, key=_where)]
+            sites = [Site(program, call) for call in calls]  # in source order
             if qualname.startswith(_LIGHTNING) and last in ("Trainer", "Fabric"):
                 found.lightning += sites
             elif qualname.startswith(_LIGHTNING) and last == "LightningCLI":
@@ -141,10 +144,6 @@ def settings_fix(values: Values, site: Site, changes: dict[str, str]) -> Snippet
     if isinstance(given, ast.Call):
         return set_keywords(site.program, given, changes)
     return Snippet(set_keywords(site.program, site.call, {}).before, "")
-
-
-def _where(call: ast.Call) -> tuple[int, int]:
-    return call.lineno, call.col_offset
 
 
 def _on_trainer(program: Program, call: ast.Call) -> bool:

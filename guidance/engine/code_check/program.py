@@ -110,6 +110,16 @@ class Program:
         names.update(n.name for t in (ast.FunctionDef, ast.ClassDef) for n in self.by_type[t])
         return frozenset(names)
 
+    @cached_property
+    def attribute_assignments(self) -> dict[str, list[tuple[ast.Assign, ast.Attribute]]]:
+        """`x.y.z = value` statements by the last attribute assigned (z), in source order."""
+        found: dict[str, list[tuple[ast.Assign, ast.Attribute]]] = defaultdict(list)
+        for node in sorted(self.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    found[target.attr].append((node, target))
+        return found
+
     def calls_named(self, *qualnames: str) -> list[ast.Call]:
         return [c for q in qualnames for c in self.calls_by_name.get(q, ())]
 
@@ -120,7 +130,7 @@ class Program:
             child, parent = parent, self.parents.get(parent)
         if parent is None:
             return self.tree
-        if child in _outer_parts(parent):
+        if not isinstance(child, _INNER_PARTS) and child in _outer_parts(parent):
             return self.scope_of(parent)  # a decorator or base: it runs around the scope
         return parent
 
@@ -151,6 +161,8 @@ class Program:
 
 # Parts of a function or class evaluated in the scope around it.
 _OUTER_FIELDS = frozenset({"decorator_list", "bases", "keywords", "returns"})
+# ...never a statement of its body nor its parameters: those need not be looked for there.
+_INNER_PARTS = (ast.stmt, ast.arguments)
 # Operator and context nodes are shared singletons in CPython's trees, the others hold plain
 # values (or aliases, read from their import): never walked.
 _SKIPPED_FIELDS = frozenset(

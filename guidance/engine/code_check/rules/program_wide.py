@@ -144,11 +144,8 @@ def _assigned(project: Project, qualname: str) -> list[tuple[Program, ast.Assign
     last = qualname.rsplit(".", 1)[-1]
     for program in project.programs:
         values = project.values[program.name]
-        for node in program.by_type[ast.Assign]:
-            if any(
-                isinstance(t, ast.Attribute) and t.attr == last and program.qualname(t) == qualname
-                for t in node.targets
-            ):
+        for node, target in program.attribute_assignments.get(last, ()):
+            if program.qualname(target) == qualname and not (found and found[-1][1] is node):
                 found.append((program, node, values.value(node.value)))
     return sorted(found, key=lambda f: (f[0] is not project.entry, f[1].lineno))
 
