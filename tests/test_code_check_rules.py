@@ -512,6 +512,45 @@ def test_a_rule_switched_off_reworded_or_resourced_by_the_cluster():
     assert found(check(ORDERED), "data_parallel")
 
 
+def test_a_rule_switched_off_is_not_even_run(monkeypatch):
+    from guidance.engine.code_check import check as check_module
+
+    ran = []
+
+    def data_parallel_spy(*args):
+        ran.append(args)
+        return []
+
+    monkeypatch.setattr(check_module, "LOCATED", (data_parallel_spy, *check_module.LOCATED))
+    monkeypatch.setitem(check_module.REPORTS, data_parallel_spy, frozenset({"data_parallel"}))
+    off = Cluster(
+        slug="dgx",
+        name="DGX",
+        policy=Policy(cpus_per_gpu=16),
+        code_rules=(CodeRule("data_parallel", enabled=False),),
+    )
+    assert not found(check(ORDERED, off), "data_parallel") and not ran
+    check(ORDERED)
+    assert ran
+
+
+def test_each_rule_function_reports_only_the_catalogue_rules_it_is_listed_for():
+    from guidance.engine.code_check.context import Project
+    from guidance.engine.code_check.program import parse_program
+    from guidance.engine.code_check.rules import LOCATED, PROGRAM_WIDE, REPORTS
+
+    assert set(REPORTS) == {*LOCATED, *PROGRAM_WIDE}
+    assert set().union(*REPORTS.values()) == set(RULES)
+    for source in (ORDERED, BARE_LOOP, CLI, GOOD_LIGHTNING, GOOD_HF):
+        program = parse_program("train.py", text(source))
+        project = Project([program], 16, Measured(50, 10, peak_memory_gb=5, memory_total_gb=80))
+        for rule in LOCATED:
+            made = {f.rule for f in rule(project, program, project.values["train.py"])}
+            assert made <= REPORTS[rule], rule.__name__
+        for rule in PROGRAM_WIDE:
+            assert {f.rule for f in rule(project)} <= REPORTS[rule], rule.__name__
+
+
 def test_every_change_ends_with_what_was_measured_and_no_invented_number():
     measured = Measured(mean_utilization=35, minutes=20)
     result = check(ORDERED, measured=measured)

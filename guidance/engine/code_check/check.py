@@ -12,7 +12,7 @@ from dataclasses import replace
 from guidance.engine.code_check.context import Project
 from guidance.engine.code_check.findings import CodeCheck, CodeFinding, Kind, Measured, Unreadable
 from guidance.engine.code_check.program import NotPython, Program, parse_program
-from guidance.engine.code_check.rules import LOCATED, PROGRAM_WIDE
+from guidance.engine.code_check.rules import LOCATED, PROGRAM_WIDE, REPORTS
 from guidance.engine.types import Cluster
 
 MAX_FILE_BYTES = 500_000
@@ -65,12 +65,15 @@ def _check(
     cpus = cpus_per_gpu if _positive(cpus_per_gpu) else cluster.policy.cpus_per_gpu
     project = Project(programs, cpus, measured)
     findings: list[CodeFinding] = []
+    off = {setting.rule for setting in cluster.code_rules if not setting.enabled}
+    located = [rule for rule in LOCATED if not _switched_off(rule, off)]
+    program_wide = [rule for rule in PROGRAM_WIDE if not _switched_off(rule, off)]
     if _safe(lambda: project.trains or project.evaluates, "program facts", order[0]):
         for program in programs:
             values = project.values[program.name]
-            for rule in LOCATED:
+            for rule in located:
                 findings += _run(rule, program.name, project, program, values)
-        for rule in PROGRAM_WIDE:
+        for rule in program_wide:
             findings += _run(rule, project.entry.name, project)
     findings = _as_cluster_says(findings, cluster, measured)
     entry_name = order[0]
@@ -85,6 +88,12 @@ def _check(
         )
     )
     return CodeCheck(tuple(findings), tuple(unreadable), read)
+
+
+def _switched_off(rule: Callable, off: set[str]) -> bool:
+    """Every finding the rule could make would be dropped: not worth reading the code for."""
+    reports = REPORTS.get(rule)
+    return bool(reports) and reports <= off
 
 
 def _positive(number: object) -> bool:

@@ -20,11 +20,11 @@ _SETTINGS_WORDS = ("arg", "opt", "cfg", "conf", "param", "setting", "flag")
 
 def names_a_gpu(program: Program) -> bool:
     """The file names a GPU, the accelerator, or a device that is not the CPU."""
-    for node in program.by_type[ast.Attribute]:
-        if node.attr in _GPU_ATTRIBUTES:
-            return True
-        if node.attr == "accelerator" and program.qualname(node) == "torch.accelerator":
-            return True
+    attributes = program.attributes
+    if any(name in attributes for name in _GPU_ATTRIBUTES):
+        return True
+    if any(program.qualname(n) == "torch.accelerator" for n in attributes.get("accelerator", ())):
+        return True
     for node in program.by_type[ast.Constant]:
         value = node.value
         if isinstance(value, str) and (value.startswith("cuda") or value in _GPU_WORDS):

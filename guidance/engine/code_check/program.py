@@ -111,6 +111,14 @@ class Program:
         return frozenset(names)
 
     @cached_property
+    def attributes(self) -> dict[str, list[ast.Attribute]]:
+        """Every `x.name` by its name: what several rules ask of all attributes, read once."""
+        found: dict[str, list[ast.Attribute]] = defaultdict(list)
+        for node in self.by_type[ast.Attribute]:
+            found[node.attr].append(node)
+        return found
+
+    @cached_property
     def attribute_assignments(self) -> dict[str, list[tuple[ast.Assign, ast.Attribute]]]:
         """`x.y.z = value` statements by the last attribute assigned (z), in source order."""
         found: dict[str, list[tuple[ast.Assign, ast.Attribute]]] = defaultdict(list)

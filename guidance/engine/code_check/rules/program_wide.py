@@ -42,6 +42,7 @@ LOW_PRECISION = frozenset({"float16", "bfloat16", "half", "float8_e4m3fn", "floa
 MODEL_WORDS = ("model", "net")
 # Convolutional vision models built by a library: torchvision's and timm's.
 VISION_MODELS = ("torchvision.models.", "timm.create_model", "timm.models.")
+_VISION_LIBRARIES = ("torchvision", "timm")
 
 
 # --- where a program-wide fix goes -------------------------------------------------------------
@@ -64,9 +65,12 @@ def _place(project: Project) -> Place:
 def _find_place(project: Project) -> Place:
     entry = project.entry
     classes = _model_classes(project)
-    for node in sorted(entry.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
-        if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
-            continue
+    candidates = [
+        node
+        for node in entry.by_type[ast.Assign]
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call)
+    ]
+    for node in sorted(candidates, key=lambda n: (n.lineno, n.col_offset)):
         target = node.targets[0]
         name = getattr(target, "id", None) or getattr(target, "attr", None)
         if name and _builds_model(entry, node.value, name.lower(), target, classes):
@@ -182,7 +186,10 @@ def _builds(project: Project, layers: frozenset[str]) -> bool:
         for qualname in program.calls_by_name:
             if qualname in layers or qualname.startswith(VISION_MODELS):
                 return True
-        for node in program.by_type[ast.Attribute]:  # models.__dict__[args.arch]()
+        # models.__dict__[args.arch](): a vision library imported and looked into.
+        if not any(q.startswith(_VISION_LIBRARIES) for q in program.aliases.values()):
+            continue
+        for node in program.by_type[ast.Attribute]:
             if isinstance(node.value, ast.Name) and (program.qualname(node) or "").startswith(
                 VISION_MODELS
             ):
@@ -409,8 +416,7 @@ def _refers_to_autocast(program: Program) -> bool:
     if any(qualname in AUTOCAST for qualname in program.aliases.values()):
         return True  # `from torch import autocast`: imported to be used
     return any(
-        node.attr == "autocast" and program.qualname(node) in AUTOCAST
-        for node in program.by_type[ast.Attribute]
+        program.qualname(node) in AUTOCAST for node in program.attributes.get("autocast", ())
     )
 
 
@@ -611,10 +617,8 @@ def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
 def check_channels_last(project: Project) -> Iterator[CodeFinding]:
     if not project.runs_model_on_gpu or not _builds(project, CONV_2D):
         return
-    for program in project.programs:
-        for node in program.by_type[ast.Attribute]:
-            if node.attr == "channels_last":
-                return
+    if any("channels_last" in program.attributes for program in project.programs):
+        return
     place = _place(project)
     torch = torch_name(place.program)
     model = place.model or "model"
