@@ -7,8 +7,11 @@ import ast
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Nodes in the order they are written (a sort key, in C: faster than a lambda).
+SOURCE_ORDER = attrgetter("lineno", "col_offset")
 
 
 class NotPython(Exception):
@@ -122,7 +125,7 @@ class Program:
     def attribute_assignments(self) -> dict[str, list[tuple[ast.Assign, ast.Attribute]]]:
         """`x.y.z = value` statements by the last attribute assigned (z), in source order."""
         found: dict[str, list[tuple[ast.Assign, ast.Attribute]]] = defaultdict(list)
-        for node in sorted(self.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
+        for node in sorted(self.by_type[ast.Assign], key=SOURCE_ORDER):
             for target in node.targets:
                 if isinstance(target, ast.Attribute):
                     found[target.attr].append((node, target))
@@ -258,14 +261,16 @@ def _index(program: Program) -> None:
                 program.star_modules.append(module)
             else:
                 program.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-    calls = sorted(by_type[ast.Call], key=lambda c: (c.lineno, c.col_offset))
+    calls = sorted(by_type[ast.Call], key=SOURCE_ORDER)
     program.calls = calls
+    by_attr, by_name, qualname = program.calls_by_attr, program.calls_by_name, program.qualname
     for call in calls:
         func = call.func
-        if isinstance(func, ast.Attribute):
-            program.calls_by_attr[func.attr].append(call)
-        elif isinstance(func, ast.Name):
-            program.calls_by_attr[func.id].append(call)
-        qualname = program.qualname(func)
-        if qualname:
-            program.calls_by_name[qualname].append(call)
+        kind = type(func)
+        if kind is ast.Attribute:
+            by_attr[func.attr].append(call)
+        elif kind is ast.Name:
+            by_attr[func.id].append(call)
+        name = qualname(func)
+        if name:
+            by_name[name].append(call)

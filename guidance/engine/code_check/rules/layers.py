@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
-from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.snippets import Snippet, set_keywords, statement_lines
 from guidance.engine.code_check.values import Values
 
@@ -156,9 +156,7 @@ def _attribute_modules(program: Program, convs: list[ast.Call]) -> Modules:
     """`self.conv1 = nn.Conv2d(...)` and `conv = nn.Conv2d(...)`: what each name holds in
     each class, where it is assigned one layer (the last assignment wins)."""
     modules: Modules = {}
-    layers = sorted(
-        [*convs, *program.calls_named(*BATCH_NORMS)], key=lambda c: (c.lineno, c.col_offset)
-    )
+    layers = sorted([*convs, *program.calls_named(*BATCH_NORMS)], key=SOURCE_ORDER)
     for layer in layers:
         node = program.parents.get(layer)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and node.value is layer:

@@ -12,7 +12,7 @@ from guidance.engine.code_check import frameworks
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.frameworks import Site
-from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.rules.layers import CONVOLUTIONS
 from guidance.engine.code_check.snippets import (
     Snippet,
@@ -70,7 +70,7 @@ def _find_place(project: Project) -> Place:
         for node in entry.by_type[ast.Assign]
         if len(node.targets) == 1 and isinstance(node.value, ast.Call)
     ]
-    for node in sorted(candidates, key=lambda n: (n.lineno, n.col_offset)):
+    for node in sorted(candidates, key=SOURCE_ORDER):
         target = node.targets[0]
         name = getattr(target, "id", None) or getattr(target, "attr", None)
         if name and _builds_model(entry, node.value, name.lower(), target, classes):
