@@ -47,6 +47,15 @@ def test_compose_prints_percentiles_of_each_request(tmp_path: Path) -> None:
         assert lines_matching(rf"{re.escape(name)} +{figures}", out), name
 
 
+def test_code_check_prints_its_times_and_the_parsers_share(tmp_path: Path) -> None:
+    out = run_bench(tmp_path, "code_check.py", "2", "200")
+    assert lines_matching(r"program +\d+ lines", out)
+    for label in ("check_code median", "check_code worst"):
+        assert lines_matching(rf"{label} +{NUMBER} ms$", out), label
+    assert lines_matching(rf"ast\.parse median +{NUMBER} ms \(\d+% of a check\)", out)
+    assert lines_matching(r"by rule +.*dataloader_num_workers \d+", out)
+
+
 def test_sampler_cpu_prints_the_cpu_per_gpu_and_hour(tmp_path: Path) -> None:
     out = run_bench(tmp_path, "sampler_cpu.py", "2", "0.2", "2")
     [lines] = re.findall(r"(\d+) sample lines", out)

@@ -512,6 +512,45 @@ def test_a_rule_switched_off_reworded_or_resourced_by_the_cluster():
     assert found(check(ORDERED), "data_parallel")
 
 
+def test_a_rule_switched_off_is_not_even_run(monkeypatch):
+    from guidance.engine.code_check import check as check_module
+
+    ran = []
+
+    def data_parallel_spy(*args):
+        ran.append(args)
+        return []
+
+    monkeypatch.setattr(check_module, "LOCATED", (data_parallel_spy, *check_module.LOCATED))
+    monkeypatch.setitem(check_module.REPORTS, data_parallel_spy, frozenset({"data_parallel"}))
+    off = Cluster(
+        slug="dgx",
+        name="DGX",
+        policy=Policy(cpus_per_gpu=16),
+        code_rules=(CodeRule("data_parallel", enabled=False),),
+    )
+    assert not found(check(ORDERED, off), "data_parallel") and not ran
+    check(ORDERED)
+    assert ran
+
+
+def test_each_rule_function_reports_only_the_catalogue_rules_it_is_listed_for():
+    from guidance.engine.code_check.context import Project
+    from guidance.engine.code_check.program import parse_program
+    from guidance.engine.code_check.rules import LOCATED, PROGRAM_WIDE, REPORTS
+
+    assert set(REPORTS) == {*LOCATED, *PROGRAM_WIDE}
+    assert set().union(*REPORTS.values()) == set(RULES)
+    for source in (ORDERED, BARE_LOOP, CLI, GOOD_LIGHTNING, GOOD_HF):
+        program = parse_program("train.py", text(source))
+        project = Project([program], 16, Measured(50, 10, peak_memory_gb=5, memory_total_gb=80))
+        for rule in LOCATED:
+            made = {f.rule for f in rule(project, program, project.values["train.py"])}
+            assert made <= REPORTS[rule], rule.__name__
+        for rule in PROGRAM_WIDE:
+            assert {f.rule for f in rule(project)} <= REPORTS[rule], rule.__name__
+
+
 def test_every_change_ends_with_what_was_measured_and_no_invented_number():
     measured = Measured(mean_utilization=35, minutes=20)
     result = check(ORDERED, measured=measured)
@@ -968,6 +1007,57 @@ def test_a_program_on_the_cpu_gets_no_program_wide_rule():
     }
 
 
+PROGRAM_WIDE = {"cudnn_benchmark", "tf32", "mixed_precision", "torch_compile", "channels_last"}
+# A small convolutional network trained on whatever `device` is: the line that picks the device
+# is what the tests below vary.
+ON_DEVICE = """\
+import torch
+from torch import nn
+
+{device}
+net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU()).to(device)
+opt = torch.optim.Adam(net.parameters())
+for images, labels in batches:
+    net(images.to(device)).mean().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "device = torch.accelerator.current_accelerator() if use_gpu else torch.device('cpu')",
+        "if torch.accelerator.is_available():\n    device = torch.accelerator.current_accelerator()"
+        "\nelse:\n    device = 'cpu'",
+        "device = torch.device(args.device)",
+        "device = torch.device(f'xpu:{rank}')",
+        "device = pick_device()",
+    ],
+)
+def test_a_program_whose_device_is_not_pinned_to_the_cpu_is_taken_to_run_on_a_gpu(device):
+    result = check(ON_DEVICE.format(device=device))
+    assert {f.rule for f in result.findings} >= PROGRAM_WIDE
+
+
+@pytest.mark.parametrize(
+    "device", ["device = torch.device('cpu')", "device = 'cpu'", "device = torch.device('cpu:0')"]
+)
+def test_a_program_pinned_to_the_cpu_gets_no_program_wide_rule(device):
+    result = check(ON_DEVICE.format(device=device))
+    assert not {f.rule for f in result.findings} & PROGRAM_WIDE
+
+
+def test_a_script_that_neither_trains_nor_evaluates_gets_nothing_whatever_its_device():
+    statistics = """\
+    import torch
+    from torch.utils.data import DataLoader
+    device = torch.accelerator.current_accelerator()
+    loader = DataLoader(images, batch_size=64)
+    total = sum(batch.to(device).sum() for batch in loader)
+    """
+    assert not check(statistics).findings
+
+
 def test_cudnn_benchmark_off_for_determinism_is_a_question_and_off_alone_a_change():
     deterministic = check(
         "import torch\ntorch.backends.cudnn.benchmark = False\n"
@@ -996,6 +1086,22 @@ def test_mixed_precision_counts_autocast_half_and_sixteen_bit_loading():
         "m = AutoModel.from_pretrained('x', torch_dtype=torch.float16)\n",
     ):
         assert not found(check(BARE_LOOP + setting), "mixed_precision"), setting
+
+
+@pytest.mark.parametrize(
+    "autocast",
+    [
+        "cast = functools.partial(torch.autocast, device_type='cuda')\n",
+        "cast = contextlib.nullcontext\nif use_amp:\n    cast = torch.amp.autocast\n",
+        "from torch.cuda.amp import autocast as cast\n",
+    ],
+)
+def test_autocast_referred_to_through_a_name_counts_as_mixed_precision(autocast):
+    program = BARE_LOOP.replace(
+        "\nmodel = ", f"import contextlib\nimport functools\n{autocast}\nmodel = "
+    )
+    program = program.replace("    loss = ", "    with cast():\n        loss = ")
+    assert not found(check(program), "mixed_precision")
 
 
 def test_an_inference_only_program_is_told_about_precision_but_not_compile():
@@ -1039,6 +1145,68 @@ def test_lightning_strategy_dp_is_data_parallel_and_benchmark_true_counts():
     dp = check(GOOD_LIGHTNING.replace('strategy="ddp"', 'strategy="dp"'))
     finding = one(dp, "data_parallel")
     assert (finding.line, finding.kind) == (23, Kind.CHANGE) and 'strategy="ddp"' in finding.after
+
+
+CLI = """\
+import lightning as L
+import torch
+from lightning.pytorch.cli import LightningCLI
+from torch.utils.data import DataLoader
+
+
+class Segmenter(L.LightningModule):
+    def __init__(self, workers: int = 8):
+        super().__init__()
+        self.workers = workers
+        self.net = torch.compile(torch.nn.Conv2d(3, 2, 1).to(memory_format=torch.channels_last))
+
+    def train_dataloader(self):
+        return DataLoader(self.tiles, batch_size=16, num_workers=self.workers, pin_memory=True)
+
+
+torch.set_float32_matmul_precision("high")
+LightningCLI(
+    Segmenter,
+    trainer_defaults={
+        "max_epochs": 30,
+        "benchmark": True,
+    },
+)
+"""
+
+
+def test_lightning_cli_trains_and_its_trainer_defaults_are_the_trainers_arguments():
+    result = check(CLI)
+    loader = one(result, "dataloader_num_workers")
+    assert (loader.kind, loader.line) == (Kind.QUESTION, 14)
+    assert "`self.workers`" in loader.message
+    assert not found(result, "cudnn_benchmark")  # "benchmark": True in the defaults
+    finding = one(result, "mixed_precision")
+    assert (finding.kind, finding.line) == (Kind.CHANGE, 18)
+    assert '        "benchmark": True,\n        "precision": "bf16-mixed",\n    },' in finding.after
+    assert {f.rule for f in result.findings} == {"dataloader_num_workers", "mixed_precision"}
+
+
+def test_lightning_cli_trainer_defaults_set_wrong_unknown_or_missing():
+    wrong = check(CLI.replace('"benchmark": True', '"benchmark": False, "precision": 32'))
+    finding = one(wrong, "mixed_precision")
+    assert (finding.kind, finding.line) == (Kind.CHANGE, 22)
+    assert '"precision": "bf16-mixed"' in finding.after and "32" not in finding.after
+    assert one(wrong, "cudnn_benchmark").kind is Kind.CHANGE
+    unknown = check(CLI.replace('"max_epochs": 30', '"precision": args.precision'))
+    assert one(unknown, "mixed_precision").kind is Kind.QUESTION
+    defaults = CLI[CLI.index("    trainer_defaults") : CLI.index("    },\n") + 7]
+    none = check(CLI.replace(defaults, ""))
+    assert 'trainer_defaults={"precision": "bf16-mixed"}' in one(none, "mixed_precision").after
+
+
+def test_lightning_cli_with_run_false_trains_through_its_trainers_fit():
+    not_run = CLI.replace("LightningCLI(", "cli = LightningCLI(").replace(
+        "},\n)", "},\n    run=False,\n)"
+    )
+    assert not check(not_run).findings  # built but never fitted: nothing trains
+    fitted = check(not_run + "cli.trainer.fit(cli.model)\n")
+    assert {f.rule for f in fitted.findings} == {"dataloader_num_workers", "mixed_precision"}
 
 
 def test_hugging_face_arguments_missing_wrong_or_unknown():

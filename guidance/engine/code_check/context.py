@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from guidance.engine.code_check import frameworks
+from guidance.engine.code_check import devices, frameworks
 from guidance.engine.code_check.catalogue import RULES
 from guidance.engine.code_check.findings import CodeFinding, Kind, Measured
 from guidance.engine.code_check.program import Program
@@ -69,22 +69,9 @@ class Project:
 
     @cached_property
     def on_gpu(self) -> bool:
-        """It names CUDA or a GPU anywhere, or a framework that places it on one."""
-        if self.frameworks.any:
-            return True
-        for program in self.programs:
-            for node in program.by_type[ast.Attribute]:
-                if node.attr in ("cuda", "DistributedDataParallel", "DataParallel"):
-                    return True
-            if any(k.arg == "device_map" for k in program.by_type[ast.keyword]):
-                return True  # Hugging Face places the model on the GPUs
-            for node in program.by_type[ast.Constant]:
-                value = node.value
-                if isinstance(value, str) and (
-                    value.startswith("cuda") or value in ("gpu", "nccl")
-                ):
-                    return True
-        return False
+        """It names a GPU or any device but the CPU, or a framework places it: a program sent
+        to a GPU cluster is taken to run on one unless it keeps to the CPU."""
+        return self.frameworks.any or any(devices.names_a_gpu(p) for p in self.programs)
 
     @property
     def runs_model_on_gpu(self) -> bool:

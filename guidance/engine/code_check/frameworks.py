@@ -1,5 +1,6 @@
 """The frameworks that run a training loop for the program, found by their calls: Lightning's
-Trainer (or Fabric), Hugging Face's Trainer and its TrainingArguments (and the TRL configs built
+Trainer (or Fabric, or LightningCLI, whose `trainer_defaults` are the Trainer's arguments),
+Hugging Face's Trainer and its TrainingArguments (and the TRL configs built
 on them), accelerate's Accelerator. Rules read such a program in the framework's own terms: the
 framework's argument, not a DataLoader or a flag, is where a change goes."""
 
@@ -8,12 +9,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.snippets import Snippet, set_dict_entries, set_keywords
+from guidance.engine.code_check.values import Value, Values
 
 if TYPE_CHECKING:
     from guidance.engine.code_check.context import Project
 
 _LIGHTNING = ("lightning.", "pytorch_lightning.")
 _HUGGING_FACE = ("transformers.", "trl.")
+_FRAMEWORKS = (*_LIGHTNING, *_HUGGING_FACE, "accelerate.")
 # TrainingArguments and its subclasses: they take the same dataloader and precision arguments.
 HF_ARGUMENTS = frozenset(
     {
@@ -33,11 +37,15 @@ HF_ARGUMENTS = frozenset(
 class Site:
     program: Program
     call: ast.Call
+    cli: bool = False  # LightningCLI(...): the Trainer's arguments are its trainer_defaults
+
+
+_DEFAULTS = "trainer_defaults"
 
 
 @dataclass
 class Frameworks:
-    lightning: list[Site] = field(default_factory=list)  # Trainer(...) / Fabric(...)
+    lightning: list[Site] = field(default_factory=list)  # Trainer / Fabric / LightningCLI(...)
     hf_arguments: list[Site] = field(default_factory=list)  # TrainingArguments(...) and kin
     hf_trainers: list[Site] = field(default_factory=list)  # Trainer(...), SFTTrainer(...)
     accelerators: list[Site] = field(default_factory=list)  # Accelerator(...)
@@ -56,10 +64,16 @@ def find(project: "Project") -> Frameworks:
     found = Frameworks()
     for program in project.programs:
         for qualname, calls in program.calls_by_name.items():
+            if not qualname.startswith(_FRAMEWORKS):
+                continue  # most calls: one test each
             last = qualname.rsplit(".", 1)[-1]
-            sites = [Site(program, call) for call in sorted(calls, key=_where)]
+            sites = [Site(program, call) for call in calls]  # in source order
             if qualname.startswith(_LIGHTNING) and last in ("Trainer", "Fabric"):
                 found.lightning += sites
+            elif qualname.startswith(_LIGHTNING) and last == "LightningCLI":
+                found.lightning += [Site(program, site.call, cli=True) for site in sites]
+                # It trains by itself unless told not to (run=False, then cli.trainer.fit).
+                found.trains |= any(_runs(project.values[program.name], s.call) for s in sites)
             elif qualname.startswith(_HUGGING_FACE) and last in HF_ARGUMENTS:
                 found.hf_arguments += sites
             elif qualname.startswith(_HUGGING_FACE) and last.endswith("Trainer"):
@@ -73,8 +87,63 @@ def find(project: "Project") -> Frameworks:
     return found
 
 
-def _where(call: ast.Call) -> tuple[int, int]:
-    return call.lineno, call.col_offset
+def _runs(values: Values, call: ast.Call) -> bool:
+    run = values.argument(call, "run")
+    return run is None or not run.known or bool(run.value)
+
+
+def argument(values: Values, site: Site, name: str, position: int | None = None) -> Value | None:
+    """The framework's argument `name`: the call's own, or for LightningCLI the entry of its
+    trainer_defaults (unknown where they are not a literal dict)."""
+    if not site.cli:
+        return values.argument(site.call, name, position)
+    defaults = values.argument(site.call, _DEFAULTS)
+    if defaults is None:
+        return None
+    given = _defaults_dict(values, site)
+    if given is None:
+        return Value(defaults.node, False, None, defaults.text, spread=True)
+    if isinstance(given, ast.Dict):
+        items = values.dict_items(given)
+    else:
+        items = {k.arg: k.value for k in given.keywords}
+    if items is None:
+        return Value(defaults.node, False, None, defaults.text, spread=True)
+    return values.value(items[name]) if name in items else None
+
+
+def _defaults_dict(values: Values, site: Site) -> ast.Dict | ast.Call | None:
+    """The `{...}` or `dict(...)` LightningCLI's trainer_defaults is written as (directly or
+    through a name assigned once); None where it is anything else."""
+    keyword = next((k for k in site.call.keywords if k.arg == _DEFAULTS), None)
+    node = keyword.value if keyword is not None else None
+    for _ in range(8):
+        if isinstance(node, ast.Name):
+            node = values.single_assignment(node)
+            continue
+        break
+    if isinstance(node, ast.Dict) and values.dict_items(node) is not None:
+        return node
+    if isinstance(node, ast.Call) and values.dict_items(node) is not None:
+        return node
+    return None
+
+
+def settings_fix(values: Values, site: Site, changes: dict[str, str]) -> Snippet:
+    """The framework's call with these arguments set: for LightningCLI, entries of its
+    trainer_defaults (the dict added where there is none); no mechanical after where the
+    defaults are not a literal dict."""
+    if not site.cli:
+        return set_keywords(site.program, site.call, changes)
+    if not any(k.arg == _DEFAULTS for k in site.call.keywords):
+        entries = ", ".join(f'"{name}": {text}' for name, text in changes.items())
+        return set_keywords(site.program, site.call, {_DEFAULTS: f"{{{entries}}}"})
+    given = _defaults_dict(values, site)
+    if isinstance(given, ast.Dict):
+        return set_dict_entries(site.program, given, changes)
+    if isinstance(given, ast.Call):
+        return set_keywords(site.program, given, changes)
+    return Snippet(set_keywords(site.program, site.call, {}).before, "")
 
 
 def _on_trainer(program: Program, call: ast.Call) -> bool:

@@ -7,8 +7,11 @@ import ast
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Nodes in the order they are written (a sort key, in C: faster than a lambda).
+SOURCE_ORDER = attrgetter("lineno", "col_offset")
 
 
 class NotPython(Exception):
@@ -110,6 +113,24 @@ class Program:
         names.update(n.name for t in (ast.FunctionDef, ast.ClassDef) for n in self.by_type[t])
         return frozenset(names)
 
+    @cached_property
+    def attributes(self) -> dict[str, list[ast.Attribute]]:
+        """Every `x.name` by its name: what several rules ask of all attributes, read once."""
+        found: dict[str, list[ast.Attribute]] = defaultdict(list)
+        for node in self.by_type[ast.Attribute]:
+            found[node.attr].append(node)
+        return found
+
+    @cached_property
+    def attribute_assignments(self) -> dict[str, list[tuple[ast.Assign, ast.Attribute]]]:
+        """`x.y.z = value` statements by the last attribute assigned (z), in source order."""
+        found: dict[str, list[tuple[ast.Assign, ast.Attribute]]] = defaultdict(list)
+        for node in sorted(self.by_type[ast.Assign], key=SOURCE_ORDER):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    found[target.attr].append((node, target))
+        return found
+
     def calls_named(self, *qualnames: str) -> list[ast.Call]:
         return [c for q in qualnames for c in self.calls_by_name.get(q, ())]
 
@@ -120,7 +141,7 @@ class Program:
             child, parent = parent, self.parents.get(parent)
         if parent is None:
             return self.tree
-        if child in _outer_parts(parent):
+        if not isinstance(child, _INNER_PARTS) and child in _outer_parts(parent):
             return self.scope_of(parent)  # a decorator or base: it runs around the scope
         return parent
 
@@ -151,6 +172,8 @@ class Program:
 
 # Parts of a function or class evaluated in the scope around it.
 _OUTER_FIELDS = frozenset({"decorator_list", "bases", "keywords", "returns"})
+# ...never a statement of its body nor its parameters: those need not be looked for there.
+_INNER_PARTS = (ast.stmt, ast.arguments)
 # Operator and context nodes are shared singletons in CPython's trees, the others hold plain
 # values (or aliases, read from their import): never walked.
 _SKIPPED_FIELDS = frozenset(
@@ -238,14 +261,16 @@ def _index(program: Program) -> None:
                 program.star_modules.append(module)
             else:
                 program.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-    calls = sorted(by_type[ast.Call], key=lambda c: (c.lineno, c.col_offset))
+    calls = sorted(by_type[ast.Call], key=SOURCE_ORDER)
     program.calls = calls
+    by_attr, by_name, qualname = program.calls_by_attr, program.calls_by_name, program.qualname
     for call in calls:
         func = call.func
-        if isinstance(func, ast.Attribute):
-            program.calls_by_attr[func.attr].append(call)
-        elif isinstance(func, ast.Name):
-            program.calls_by_attr[func.id].append(call)
-        qualname = program.qualname(func)
-        if qualname:
-            program.calls_by_name[qualname].append(call)
+        kind = type(func)
+        if kind is ast.Attribute:
+            by_attr[func.attr].append(call)
+        elif kind is ast.Name:
+            by_attr[func.id].append(call)
+        name = qualname(func)
+        if name:
+            by_name[name].append(call)

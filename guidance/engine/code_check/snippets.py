@@ -61,30 +61,57 @@ def keyword_edits(program: Program, call: ast.Call, changes: dict[str, str]) -> 
     """Edits that give the call's keywords these values: a keyword it has is replaced in place,
     a missing one added after its last argument (on a line of its own where the arguments are
     one per line). Positional arguments are left alone."""
-    edits: list[Edit] = []
-    missing: list[str] = []
-    for name, text in changes.items():
-        keyword = next((k for k in call.keywords if k.arg == name), None)
-        if keyword is None:
-            missing.append(f"{name}={text}")
-        else:
-            edits.append(Edit(program.start(keyword.value), program.end(keyword.value), text))
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    missing = [f"{name}={text}" for name, text in changes.items() if name not in given]
+    spans = [(arg, arg) for arg in [*call.args, *call.keywords]]
+    return _entry_edits(program, call, given, spans, changes, missing)
+
+
+def _entry_edits(
+    program: Program,
+    container: ast.AST,
+    given: dict[str, ast.AST],
+    spans: list[tuple[ast.AST, ast.AST]],
+    changes: dict[str, str],
+    missing: list[str],
+) -> list[Edit]:
+    """A call's keywords or a dict's entries set: those it has replaced in place, the `missing`
+    texts added after its last entry (one per line where the entries are laid out so). `spans`:
+    each entry's first and last node (a dict entry starts at its key)."""
+    edits = [
+        Edit(program.start(given[name]), program.end(given[name]), text)
+        for name, text in changes.items()
+        if name in given
+    ]
     if not missing:
         return edits
-    arguments = [*call.args, *call.keywords]
-    if not arguments:
-        end_line, end_col = program.end(call)
+    if not spans:
+        end_line, end_col = program.end(container)
         return [*edits, Edit((end_line, end_col - 1), (end_line, end_col - 1), ", ".join(missing))]
-    last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))
-    last_start = program.start(last)
+    first, last = max(spans, key=lambda span: (span[1].end_lineno, span[1].end_col_offset))
+    first_start = program.start(first)
     position = program.end(last)
-    line_before = program.lines[last_start[0] - 1][: last_start[1]]
-    on_own_line = call.lineno != last.lineno and not line_before.strip()
+    line_before = program.lines[first_start[0] - 1][: first_start[1]]
+    on_own_line = container.lineno != first.lineno and not line_before.strip()
     if on_own_line:
-        text = "".join(f",\n{line_before}{k}" for k in missing)
+        text = "".join(f",\n{line_before}{entry}" for entry in missing)
     else:
-        text = "".join(f", {k}" for k in missing)
+        text = "".join(f", {entry}" for entry in missing)
     return [*edits, Edit(position, position, text)]
+
+
+def set_dict_entries(program: Program, node: ast.Dict, changes: dict[str, str]) -> Snippet:
+    """A literal dict with these string keys given these values (added where missing)."""
+    given = {
+        key.value: value
+        for key, value in zip(node.keys, node.values, strict=True)
+        if isinstance(key, ast.Constant) and isinstance(key.value, str)
+    }
+    missing = [f'"{name}": {text}' for name, text in changes.items() if name not in given]
+    spans = [(key or value, value) for key, value in zip(node.keys, node.values, strict=True)]
+    edits = _entry_edits(program, node, given, spans, changes, missing)
+    first, last = statement_lines(program, node)
+    return apply(program, first, last, edits)
 
 
 def set_keywords(program: Program, call: ast.Call, changes: dict[str, str]) -> Snippet:

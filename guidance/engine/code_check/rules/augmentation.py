@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
-from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.values import Values
 
 LIBRARIES = ("torchvision.transforms.", "albumentations.")
@@ -44,7 +44,7 @@ def check_cpu_augmentation(
     ]
     if not calls:
         return
-    first = min(calls, key=lambda c: (c.lineno, c.col_offset))
+    first = min(calls, key=SOURCE_ORDER)
     names = sorted({program.segment(c.func).rsplit(".", 1)[-1] for c in calls})
     shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
     yield make(

@@ -5,6 +5,7 @@ single-process scatter and gather, anomaly detection and the autograd profiler l
 import ast
 from collections.abc import Iterator
 
+from guidance.engine.code_check import frameworks
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.program import Program
@@ -66,7 +67,7 @@ def check_data_parallel(
     for site in project.frameworks.lightning:
         if site.program is not program:
             continue
-        strategy = values.argument(site.call, "strategy")
+        strategy = frameworks.argument(values, site, "strategy")
         if strategy is not None and strategy.known and strategy.value in ("dp", "ddp2"):
             yield make(
                 "data_parallel",
@@ -77,7 +78,7 @@ def check_data_parallel(
                 "process: the GPUs wait on it every step. DistributedDataParallel, one process "
                 "per GPU, scales much better.",
                 'Use strategy="ddp".',
-                set_keywords(program, site.call, {"strategy": '"ddp"'}),
+                frameworks.settings_fix(values, site, {"strategy": '"ddp"'}),
             )
 
 

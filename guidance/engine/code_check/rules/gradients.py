@@ -89,7 +89,7 @@ def check_no_grad_evaluation(
             project, function
         ):
             continue
-        if not _runs_model_after(program, function, call, receiver):
+        if not _runs_model_after(project, program, function, call, receiver):
             continue
         yield make(
             "no_grad_evaluation",
@@ -152,30 +152,42 @@ def _called_without_gradients(project: Project, function: ast.AST) -> bool:
 
 
 def _runs_model_after(
-    program: Program, function: ast.AST, eval_call: ast.Call, receiver: str
+    project: Project, program: Program, function: ast.AST, eval_call: ast.Call, receiver: str
 ) -> bool:
     """The model is called (or its forward) after `.eval()` and before it is put back in
     training mode."""
     start = (eval_call.lineno, eval_call.col_offset)
     back_to_training = min(
-        (
-            (c.lineno, c.col_offset)
-            for c in program.calls_by_attr.get("train", ())
-            if isinstance(c.func, ast.Attribute)
-            and program.segment(c.func.value) == receiver
-            and (c.lineno, c.col_offset) > start
-        ),
+        (at for at in _back_to_training(project, program).get(receiver, ()) if at > start),
         default=(10**9, 0),
     )
     runs = {receiver, f"{receiver}.forward"}
+    # A called name or attribute is compared by its last name before any source text is read.
+    last_names = {receiver.rsplit(".", 1)[-1], "forward", None}
     for node in program.walk_scope(function):
         if (
             isinstance(node, ast.Call)
+            and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in last_names
             and start < (node.lineno, node.col_offset) < back_to_training
             and program.segment(node.func) in runs
         ):
             return True
     return False
+
+
+def _back_to_training(project: Project, program: Program) -> dict[str, list[tuple[int, int]]]:
+    """Where each model is put back in training mode (`model.train()`), by the model's text:
+    read once per file for all its `.eval()` calls."""
+    key = ("train calls", program.name)
+    found = project.memo.get(key)
+    if found is None:
+        found = {}
+        for call in program.calls_by_attr.get("train", ()):
+            if isinstance(call.func, ast.Attribute):
+                where = (call.lineno, call.col_offset)
+                found.setdefault(program.segment(call.func.value), []).append(where)
+        project.memo[key] = found
+    return found  # type: ignore[return-value]
 
 
 def _no_grad_fix(program: Program, function: ast.AST, eval_call: ast.Call, receiver: str):

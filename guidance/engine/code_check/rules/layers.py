@@ -4,11 +4,10 @@ tweaks")."""
 
 import ast
 from collections.abc import Iterator
-from itertools import pairwise
 
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
-from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.snippets import Snippet, set_keywords, statement_lines
 from guidance.engine.code_check.values import Values
 
@@ -75,33 +74,64 @@ def _is(program: Program, node: ast.AST, names: frozenset[str]) -> bool:
 
 
 def _convs_before_batch_norm(program: Program) -> Iterator[ast.Call]:
+    """Each convolution followed by a batch norm, found from the file's convolutions (few) rather
+    than from every list, call and statement (many)."""
+    convs = program.calls_named(*CONVOLUTIONS)
+    if not convs:
+        return
     # Consecutive in nn.Sequential(...) or a list literal (OrderedDict pairs included).
-    sequences = [c.args for c in program.calls_named(*SEQUENCES)]
-    sequences += [node.elts for node in program.by_type[ast.List]]
-    for items in sequences:
-        layers = [_layer(item) for item in items]
-        for conv, norm in pairwise(layers):
-            if _is(program, conv, CONVOLUTIONS) and _is(program, norm, BATCH_NORMS):
-                yield conv  # type: ignore[misc]
+    for conv in convs:
+        following = _next_layer(program, conv)
+        if following is not None and _is(program, _layer(following), BATCH_NORMS):
+            yield conv
     # In forward: bn(conv(x)), or x = conv(x) followed by x = bn(x); each class's own layers.
-    modules = _attribute_modules(program)
+    modules = _attribute_modules(program, convs)
     if not modules:
         return
-    names = {name for _, name in modules}
-    for call in program.calls:
-        if len(call.args) != 1 or not isinstance(call.args[0], ast.Call):
-            continue
-        norm_name, conv_name = program.qualname(call.func), program.qualname(call.args[0].func)
-        if norm_name in names and conv_name in names:
-            owner = _owner(program, call)
-            conv, norm = modules.get((owner, conv_name)), modules.get((owner, norm_name))
-            if conv is not None and norm is not None and _is_pair(program, conv, norm):
-                yield conv
-    for body in _bodies(program):
-        for first, second in pairwise(body):
-            pair = _consecutive(program, modules, names, first, second)
-            if pair is not None:
-                yield pair
+    conv_names = {name for (_, name), layer in modules.items() if _is(program, layer, CONVOLUTIONS)}
+    norm_names = {name for (_, name), layer in modules.items() if _is(program, layer, BATCH_NORMS)}
+    for conv_call in program.calls_named(*conv_names):
+        parent = program.parents.get(conv_call)
+        if isinstance(parent, ast.Call) and parent.args == [conv_call]:  # bn(conv(x))
+            norm_name = program.qualname(parent.func)
+            if norm_name in norm_names:
+                owner = _owner(program, parent)
+                conv = modules.get((owner, program.qualname(conv_call.func)))
+                norm = modules.get((owner, norm_name))
+                if conv is not None and norm is not None and _is_pair(program, conv, norm):
+                    yield conv
+        elif isinstance(parent, ast.Assign) and parent.value is conv_call:
+            second = _next_statement(program, parent)
+            if second is not None:
+                pair = _consecutive(program, modules, conv_names | norm_names, parent, second)
+                if pair is not None:
+                    yield pair
+
+
+def _next_layer(program: Program, conv: ast.Call) -> ast.AST | None:
+    """The item after the convolution in the nn.Sequential(...) or list literal it is in."""
+    item = conv
+    container = program.parents.get(conv)
+    if isinstance(container, ast.Tuple) and container.elts and container.elts[-1] is conv:
+        item, container = container, program.parents.get(container)
+    if isinstance(container, ast.List):
+        items = container.elts
+    elif isinstance(container, ast.Call) and program.qualname(container.func) in SEQUENCES:
+        items = container.args
+    else:
+        return None
+    index = next((i for i, each in enumerate(items) if each is item), None)
+    return items[index + 1] if index is not None and index + 1 < len(items) else None
+
+
+def _next_statement(program: Program, statement: ast.stmt) -> ast.stmt | None:
+    """The statement after this one in the body of the function it is written in."""
+    function = program.parents.get(statement)
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    body = function.body
+    index = next((i for i, each in enumerate(body) if each is statement), None)
+    return body[index + 1] if index is not None and index + 1 < len(body) else None
 
 
 def _layer(item: ast.AST) -> ast.AST:
@@ -122,22 +152,18 @@ def _owner(program: Program, node: ast.AST) -> ast.AST | None:
     return next((a for a in program.ancestors(node) if isinstance(a, ast.ClassDef)), None)
 
 
-def _attribute_modules(program: Program) -> Modules:
+def _attribute_modules(program: Program, convs: list[ast.Call]) -> Modules:
     """`self.conv1 = nn.Conv2d(...)` and `conv = nn.Conv2d(...)`: what each name holds in
     each class, where it is assigned one layer (the last assignment wins)."""
     modules: Modules = {}
-    for node in program.by_type[ast.Assign]:
-        if len(node.targets) == 1 and _is(program, node.value, CONVOLUTIONS | BATCH_NORMS):
+    layers = sorted([*convs, *program.calls_named(*BATCH_NORMS)], key=SOURCE_ORDER)
+    for layer in layers:
+        node = program.parents.get(layer)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and node.value is layer:
             name = program.qualname(node.targets[0])
             if name:
-                modules[(_owner(program, node), name)] = node.value
+                modules[(_owner(program, node), name)] = layer
     return modules
-
-
-def _bodies(program: Program) -> Iterator[list[ast.stmt]]:
-    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-        for function in program.by_type[kind]:
-            yield function.body
 
 
 def _consecutive(

@@ -4,6 +4,7 @@ imported, and on Hugging Face's TrainingArguments in their own names."""
 
 import ast
 from collections.abc import Iterator
+from functools import cached_property
 
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
@@ -27,12 +28,16 @@ class Loader:
 
     def __init__(self, program: Program, values: Values, call: ast.Call):
         self.program, self.call = program, call
-        self.name = short_call(program, call)
         self.workers = values.argument(call, "num_workers", POSITIONS["num_workers"])
         self.pin_memory = values.argument(call, "pin_memory", POSITIONS["pin_memory"])
         self.persistent = values.argument(call, "persistent_workers")
         self.prefetch = values.argument(call, "prefetch_factor")
         self.batch_size = values.argument(call, "batch_size", POSITIONS["batch_size"])
+
+    @cached_property
+    def name(self) -> str:
+        """How a finding names the loader: made only for a loader that gets one."""
+        return short_call(self.program, self.call)
 
     @property
     def without_workers(self) -> bool:

@@ -8,15 +8,15 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from guidance.engine.code_check import frameworks
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.frameworks import Site
-from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.rules.layers import CONVOLUTIONS
 from guidance.engine.code_check.snippets import (
     Snippet,
     insert_lines,
-    set_keywords,
     short_call,
     torch_name,
 )
@@ -42,6 +42,7 @@ LOW_PRECISION = frozenset({"float16", "bfloat16", "half", "float8_e4m3fn", "floa
 MODEL_WORDS = ("model", "net")
 # Convolutional vision models built by a library: torchvision's and timm's.
 VISION_MODELS = ("torchvision.models.", "timm.create_model", "timm.models.")
+_VISION_LIBRARIES = ("torchvision", "timm")
 
 
 # --- where a program-wide fix goes -------------------------------------------------------------
@@ -64,9 +65,12 @@ def _place(project: Project) -> Place:
 def _find_place(project: Project) -> Place:
     entry = project.entry
     classes = _model_classes(project)
-    for node in sorted(entry.by_type[ast.Assign], key=lambda n: (n.lineno, n.col_offset)):
-        if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
-            continue
+    candidates = [
+        node
+        for node in entry.by_type[ast.Assign]
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call)
+    ]
+    for node in sorted(candidates, key=SOURCE_ORDER):
         target = node.targets[0]
         name = getattr(target, "id", None) or getattr(target, "attr", None)
         if name and _builds_model(entry, node.value, name.lower(), target, classes):
@@ -144,17 +148,14 @@ def _assigned(project: Project, qualname: str) -> list[tuple[Program, ast.Assign
     last = qualname.rsplit(".", 1)[-1]
     for program in project.programs:
         values = project.values[program.name]
-        for node in program.by_type[ast.Assign]:
-            if any(
-                isinstance(t, ast.Attribute) and t.attr == last and program.qualname(t) == qualname
-                for t in node.targets
-            ):
+        for node, target in program.attribute_assignments.get(last, ()):
+            if program.qualname(target) == qualname and not (found and found[-1][1] is node):
                 found.append((program, node, values.value(node.value)))
     return sorted(found, key=lambda f: (f[0] is not project.entry, f[1].lineno))
 
 
 def _argument(project: Project, site: Site, name: str, position: int | None = None) -> Value | None:
-    return project.values[site.program.name].argument(site.call, name, position)
+    return frameworks.argument(project.values[site.program.name], site, name, position)
 
 
 def _node(value: Value) -> ast.AST:
@@ -165,8 +166,10 @@ def _is_true(value: Value | None) -> bool:
     return value is not None and value.known and bool(value.value)
 
 
-def _framework_fix(site: Site, changes: dict[str, str], given: Value | None) -> Snippet:
-    snippet = set_keywords(site.program, site.call, changes)
+def _framework_fix(
+    project: Project, site: Site, changes: dict[str, str], given: Value | None
+) -> Snippet:
+    snippet = frameworks.settings_fix(project.values[site.program.name], site, changes)
     return Snippet(snippet.before, "") if given is not None and given.spread else snippet
 
 
@@ -183,7 +186,10 @@ def _builds(project: Project, layers: frozenset[str]) -> bool:
         for qualname in program.calls_by_name:
             if qualname in layers or qualname.startswith(VISION_MODELS):
                 return True
-        for node in program.by_type[ast.Attribute]:  # models.__dict__[args.arch]()
+        # models.__dict__[args.arch](): a vision library imported and looked into.
+        if not any(q.startswith(_VISION_LIBRARIES) for q in program.aliases.values()):
+            continue
+        for node in program.by_type[ast.Attribute]:
             if isinstance(node.value, ast.Name) and (program.qualname(node) or "").startswith(
                 VISION_MODELS
             ):
@@ -231,7 +237,7 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
                 "every convolution runs with a default algorithm instead of the fastest one "
                 "for its shapes on this GPU.",
                 "Pass benchmark=True to the Trainer.",
-                _framework_fix(site, {"benchmark": "True"}, given),
+                _framework_fix(project, site, {"benchmark": "True"}, given),
             )
             return
     for program, node, value in settings:
@@ -330,7 +336,7 @@ def check_tf32(project: Project) -> Iterator[CodeFinding]:
                 f"`{short_call(site.program, site.call)}` does not turn on TF32: float32 matrix "
                 "multiplications then skip the GPU's tensor cores.",
                 "Set tf32=True in the training arguments.",
-                _framework_fix(site, {"tf32": "True"}, given),
+                _framework_fix(project, site, {"tf32": "True"}, given),
             )
             return
     if project.frameworks.hf_trainers and not project.frameworks.hf_arguments:
@@ -382,10 +388,11 @@ def _low_precision(value: Value | None) -> bool:
 
 
 def _uses_reduced_precision(project: Project) -> bool:
-    """autocast anywhere, a half/bfloat16 model, a model loaded in 16 bits."""
+    """autocast anywhere (called, or referred to: `partial(torch.autocast, ...)`, a name given
+    it, even behind a flag), a half/bfloat16 model, a model loaded in 16 bits."""
     for program in project.programs:
         values = project.values[program.name]
-        if program.calls_by_attr.get("autocast") or program.calls_named(*AUTOCAST):
+        if program.calls_by_attr.get("autocast") or _refers_to_autocast(program):
             return True
         for name in ("half", "bfloat16"):
             if any(isinstance(c.func, ast.Attribute) for c in program.calls_by_attr.get(name, ())):
@@ -405,6 +412,14 @@ def _uses_reduced_precision(project: Project) -> bool:
     return False
 
 
+def _refers_to_autocast(program: Program) -> bool:
+    if any(qualname in AUTOCAST for qualname in program.aliases.values()):
+        return True  # `from torch import autocast`: imported to be used
+    return any(
+        program.qualname(node) in AUTOCAST for node in program.attributes.get("autocast", ())
+    )
+
+
 def _dtype(program: Program, values: Values, node: ast.AST) -> Value | None:
     """What a `.to(...)` is given, where it may be a dtype: torch.float16 and the like, or a
     name that says it is one (`dtype`, `amp_dtype`); other names (the device) are not read."""
@@ -420,14 +435,14 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
     if not project.runs_model_on_gpu or _uses_reduced_precision(project):
         return
     rule = "mixed_precision"
-    frameworks = project.frameworks
-    for site in frameworks.lightning[:1]:
+    found = project.frameworks
+    for site in found.lightning[:1]:
         yield from _lightning_precision(project, site)
         return
-    for site in frameworks.hf_arguments[:1]:
+    for site in found.hf_arguments[:1]:
         yield from _hf_precision(project, site)
         return
-    for site in frameworks.hf_trainers[:1]:
+    for site in found.hf_trainers[:1]:
         arguments = _argument(project, site, "args", 1)
         if arguments is not None:
             yield _question(
@@ -439,7 +454,7 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
                 "Pass --bf16 (or set bf16=True where the arguments are made).",
             )
             return
-    for site in frameworks.accelerators[:1]:
+    for site in found.accelerators[:1]:
         given = _argument(project, site, "mixed_precision")
         if given is not None and given.known and given.value in ("fp16", "bf16", "fp8"):
             return
@@ -453,7 +468,7 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
                 "do far more per cycle in bfloat16 or float16, and activations take half the "
                 "memory.",
                 'Pass mixed_precision="bf16" (or "fp16" on GPUs without bfloat16).',
-                _framework_fix(site, {"mixed_precision": '"bf16"'}, given),
+                _framework_fix(project, site, {"mixed_precision": '"bf16"'}, given),
             )
             return
         where = f"`{given.text}`" if given is not None else "the launcher (`accelerate launch`)"
@@ -467,7 +482,7 @@ def check_mixed_precision(project: Project) -> Iterator[CodeFinding]:
             "accelerate launch.",
         )
         return
-    if frameworks.hf_trainers:
+    if found.hf_trainers:
         return  # a Trainer with its default arguments: said by the arguments' absence elsewhere
     yield _at_place(
         rule,
@@ -506,7 +521,7 @@ def _lightning_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
         f"`{short_call(site.program, site.call)}` {now}: with mixed precision the tensor cores "
         "do far more per cycle and activations take half the memory.",
         'Pass precision="bf16-mixed" (or "16-mixed" on GPUs without bfloat16).',
-        _framework_fix(site, {"precision": '"bf16-mixed"'}, given),
+        _framework_fix(project, site, {"precision": '"bf16-mixed"'}, given),
     )
 
 
@@ -534,7 +549,7 @@ def _hf_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
         f"`{short_call(site.program, site.call)}` trains in float32: with bf16 (or fp16) the "
         "tensor cores do far more per cycle and activations take half the memory.",
         "Set bf16=True (fp16=True on GPUs without bfloat16).",
-        _framework_fix(site, {"bf16": "True"}, off),
+        _framework_fix(project, site, {"bf16": "True"}, off),
     )
 
 
@@ -576,7 +591,7 @@ def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
             "torch.compile fuses its operations into fewer, faster GPU kernels.",
             "Set torch_compile=True once training runs correctly (compilation can fail on "
             "unusual models: try it first).",
-            _framework_fix(site, {"torch_compile": "True"}, given),
+            _framework_fix(project, site, {"torch_compile": "True"}, given),
         )
         return
     if project.frameworks.hf_trainers:
@@ -602,10 +617,8 @@ def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
 def check_channels_last(project: Project) -> Iterator[CodeFinding]:
     if not project.runs_model_on_gpu or not _builds(project, CONV_2D):
         return
-    for program in project.programs:
-        for node in program.by_type[ast.Attribute]:
-            if node.attr == "channels_last":
-                return
+    if any("channels_last" in program.attributes for program in project.programs):
+        return
     place = _place(project)
     torch = torch_name(place.program)
     model = place.model or "model"
