@@ -276,3 +276,20 @@ def test_the_script_is_read_for_its_program_once_a_page_and_not_on_the_gpu_poll(
     fragment = user_client.get(f"/jobs/{job.pk}/gpus/").content.decode()
     assert '<a href="#program-finding-1">train.py:42</a>' in fragment
     assert len(calls) == 1
+
+
+def test_the_programs_quoted_code_shows_as_code_and_escaped(user_client, job):
+    quoted = _finding(
+        "dataloader_pin_memory",
+        Kind.CHANGE,
+        Impact.MEDIUM,
+        42,
+        "loader = DataLoader(ds)",
+        fix="Add `pin_memory=True` to `DataLoader(ds, tag='<b>')`.",
+    )
+    _kept(job, findings=[quoted])
+    page = _page(user_client, job)
+    assert (
+        "<code>pin_memory=True</code> to <code>DataLoader(ds, tag=&#x27;&lt;b&gt;&#x27;)</code>"
+        in page
+    )
