@@ -1535,3 +1535,28 @@ def test_attention_through_an_nn_softmax_module_is_found_too():
         "weights = F.softmax(scores, dim=-1)", "weights = self.softmax(scores)"
     ).replace("    def forward", "    softmax = torch.nn.Softmax(dim=-1)\n\n    def forward")
     assert one(check(program + TRAINS), "manual_attention").line == 11
+
+
+# --- Files in which nothing trains ----------------------------------------------------------
+
+
+def test_a_helper_module_alone_is_said_to_train_nothing():
+    result = check("def scale(x, factor=2):\n    return x * factor\n")
+    assert result.trains_or_evaluates is False and not result.findings
+    assert check("model.train()\n" + TRAINS).trains_or_evaluates is True
+
+
+def test_data_parallel_and_anomaly_detection_are_flagged_where_the_loop_is_not_sent():
+    # The training loop lives in trainer.py, which was not sent: these still cost every step.
+    result = check(
+        """
+        import torch
+        from torch import nn
+        from trainer import run
+        torch.autograd.set_detect_anomaly(True)
+        net = nn.DataParallel(Net().cuda())
+        run(net)
+        """
+    )
+    assert result.trains_or_evaluates is False
+    assert sorted(f.rule for f in result.changes) == ["data_parallel", "debug_apis"]
