@@ -3,6 +3,7 @@ each, the framework and not-knowable cases, and the check's promises: limits, un
 order, the cluster's settings, what was measured, and that the user's code is never run. Pure:
 an engine Cluster, no database."""
 
+import ast
 import re
 from textwrap import dedent
 
@@ -1560,3 +1561,18 @@ def test_data_parallel_and_anomaly_detection_are_flagged_where_the_loop_is_not_s
     )
     assert result.trains_or_evaluates is False
     assert sorted(f.rule for f in result.changes) == ["data_parallel", "debug_apis"]
+
+
+def test_data_parallel_with_device_ids_by_position_gets_a_fix_that_parses():
+    result = check(
+        """
+        from torch import nn
+        netG = nn.DataParallel(netG, list(range(ngpu)), 0)
+        """
+        + TRAINS
+    )
+    (finding,) = found(result, "data_parallel")
+    assert finding.after == (
+        "netG = nn.parallel.DistributedDataParallel(netG, device_ids=[local_rank])"
+    )
+    ast.parse(finding.after)
