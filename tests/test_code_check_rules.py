@@ -686,7 +686,7 @@ def test_moving_data_a_model_or_a_dtype_is_not_this_rule():
 # --- no_grad for evaluation -------------------------------------------------------------------
 
 
-def test_evaluation_without_no_grad_gets_the_decorator():
+def test_evaluation_without_no_grad_gets_a_with_block_on_the_lines_it_names():
     result = check(
         """\
         import torch
@@ -707,8 +707,17 @@ def test_evaluation_without_no_grad_gets_the_decorator():
         4,
         5,
     )
-    assert finding.before == "def evaluate(model, loader):"
-    assert finding.after == "@torch.no_grad()\ndef evaluate(model, loader):"
+    # The lines from `.eval()` to the function's end, which the after replaces.
+    assert finding.end_line == 8
+    assert finding.before == (
+        "    model.eval()\n    total = 0\n    for x, y in loader:\n"
+        "        total += (model(x).argmax(1) == y).sum()\n    return total"
+    )
+    assert finding.after == (
+        "    model.eval()\n    with torch.no_grad():\n        total = 0\n"
+        "        for x, y in loader:\n            total += (model(x).argmax(1) == y).sum()\n"
+        "        return total"
+    )
 
 
 def test_evaluation_inside_a_training_function_gets_a_with_block():
@@ -1183,7 +1192,10 @@ def test_lightning_cli_trains_and_its_trainer_defaults_are_the_trainers_argument
     assert "`self.workers`" in loader.message
     assert not found(result, "cudnn_benchmark")  # "benchmark": True in the defaults
     finding = one(result, "mixed_precision")
-    assert (finding.kind, finding.line) == (Kind.CHANGE, 18)
+    assert (finding.kind, finding.line) == (
+        Kind.CHANGE,
+        20,
+    )  # the trainer_defaults lines the after replaces
     assert '        "benchmark": True,\n        "precision": "bf16-mixed",\n    },' in finding.after
     assert {f.rule for f in result.findings} == {"dataloader_num_workers", "mixed_precision"}
 
@@ -1496,7 +1508,7 @@ def test_a_program_wide_fix_before_a_class_shows_its_first_lines_only():
         + TRAINS
     )
     finding = one(result, "tf32")
-    assert finding.line == finding.end_line == 4
+    assert (finding.line, finding.end_line) == (3, 4)
     assert finding.before == "@register\nclass Net(torch.nn.Module):"
     assert finding.after == (
         "torch.backends.cuda.matmul.allow_tf32 = True\n@register\nclass Net(torch.nn.Module):"
@@ -1576,3 +1588,33 @@ def test_data_parallel_with_device_ids_by_position_gets_a_fix_that_parses():
         "netG = nn.parallel.DistributedDataParallel(netG, device_ids=[local_rank])"
     )
     ast.parse(finding.after)
+
+
+def test_a_fix_replaces_exactly_the_lines_the_finding_names():
+    source = text(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        loaders = {
+            split: DataLoader(sets[split], batch_size=64, num_workers=8)
+            for split in ["train", "val"]
+        }
+        """
+        + TRAINS
+    )
+    lines = source.split("\n")
+    result = check_code({"train.py": source}, DGX)
+    fixes = [f for f in result.findings if f.after and f.rule.startswith("dataloader")]
+    assert {f.rule for f in fixes} >= {"dataloader_pin_memory", "dataloader_prefetch_factor"}
+    for finding in fixes:
+        assert (finding.line, finding.end_line) == (5, 5)
+        assert finding.before == lines[4]
+        ast.parse("\n".join([*lines[:4], finding.after, *lines[5:]]))
+    hf = check(
+        GOOD_HF.replace("bf16=True", "fp16=False").replace(
+            "dataloader_num_workers=16", "dataloader_num_workers=16, dataloader_pin_memory=False"
+        )
+    )
+    precision = one(hf, "mixed_precision")
+    assert (precision.line, precision.end_line) == (8, 8)
+    assert (precision.before, precision.after) == ("    fp16=False,", "    bf16=True,")

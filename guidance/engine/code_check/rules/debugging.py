@@ -151,7 +151,7 @@ def _replace(program: Program, call: ast.Call, given: Value, text: str) -> Snipp
     """The argument's value replaced; no mechanical after where it comes from a `**kw`."""
     node = given.node.value if isinstance(given.node, ast.keyword) else given.node
     snippet = _replace_node(program, call, node, text)
-    return Snippet(snippet.before, "") if given.spread else snippet
+    return snippet.without_after() if given.spread else snippet
 
 
 def _replace_node(program: Program, call: ast.Call, node: ast.AST, text: str) -> Snippet:

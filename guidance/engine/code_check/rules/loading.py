@@ -9,7 +9,13 @@ from functools import cached_property
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.program import Program
-from guidance.engine.code_check.snippets import Snippet, set_arguments, set_keywords, short_call
+from guidance.engine.code_check.snippets import (
+    Snippet,
+    replace_values,
+    set_arguments,
+    set_keywords,
+    short_call,
+)
 from guidance.engine.code_check.values import Value, Values
 
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -54,7 +60,7 @@ class Loader:
         given = [self._given(name) for name in changes]
         snippet = set_arguments(self.program, self.call, changes, POSITIONS)
         if any(value is not None and value.spread for value in given):
-            return Snippet(snippet.before, "")
+            return snippet.without_after()
         return snippet
 
     def _given(self, name: str) -> Value | None:
@@ -299,7 +305,7 @@ def check_hf_dataloader(
                 "dataloader_pin_memory=False turns off the pinned memory the Trainer uses by "
                 "default: copies to the GPU then take an extra staging step.",
                 "Remove dataloader_pin_memory=False (or set it to True).",
-                _hf_fix(program, call, pin, {"dataloader_pin_memory": "True"}),
+                _hf_fix(program, call, pin, {"dataloader_pin_memory": "True"}, in_place=True),
             )
         elif pin is not None and not pin.known:
             yield make(
@@ -329,8 +335,19 @@ def check_hf_dataloader(
         )
 
 
-def _hf_fix(program: Program, call: ast.Call, given: Value | None, changes: dict[str, str]):
+def _hf_fix(
+    program: Program,
+    call: ast.Call,
+    given: Value | None,
+    changes: dict[str, str],
+    in_place: bool = False,
+):
+    """The call with these keywords set; `in_place`, for a finding at the keyword it sets:
+    only that keyword's lines, which the finding names."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    if in_place and not (given and given.spread) and changes.keys() <= keywords.keys():
+        return replace_values(program, keywords, changes)
     snippet = set_keywords(program, call, changes)
     if given is not None and given.spread:
-        return Snippet(snippet.before, "")
+        return snippet.without_after()
     return snippet

@@ -15,9 +15,12 @@ from guidance.engine.code_check.frameworks import Site
 from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.rules.layers import CONVOLUTIONS
 from guidance.engine.code_check.snippets import (
+    Edit,
     Snippet,
+    apply,
     insert_lines,
     short_call,
+    statement_lines,
     torch_name,
 )
 from guidance.engine.code_check.values import Symbol, Value, Values
@@ -135,7 +138,7 @@ def _at_place(
     if snippet is None:
         statement = place.statement
         text = place.program.line_text(statement.lineno, statement.lineno)
-        snippet = Snippet(text, "")
+        snippet = Snippet(text, "", statement.lineno, statement.lineno)
     return make(rule, Kind.CHANGE, place.program, place.statement, message, fix, snippet)
 
 
@@ -170,7 +173,7 @@ def _framework_fix(
     project: Project, site: Site, changes: dict[str, str], given: Value | None
 ) -> Snippet:
     snippet = frameworks.settings_fix(project.values[site.program.name], site, changes)
-    return Snippet(snippet.before, "") if given is not None and given.spread else snippet
+    return snippet.without_after() if given is not None and given.spread else snippet
 
 
 def _question(rule: str, program: Program, node: ast.AST, message: str, fix: str) -> CodeFinding:
@@ -266,6 +269,8 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
             Snippet(
                 program.line_text(node.lineno, node.end_lineno or node.lineno),
                 f"{program.indent(node.lineno)}{torch}.backends.cudnn.benchmark = True",
+                node.lineno,
+                node.end_lineno or node.lineno,
             ),
         )
         return
@@ -549,8 +554,20 @@ def _hf_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
         f"`{short_call(site.program, site.call)}` trains in float32: with bf16 (or fp16) the "
         "tensor cores do far more per cycle and activations take half the memory.",
         "Set bf16=True (fp16=True on GPUs without bfloat16).",
-        _framework_fix(project, site, {"bf16": "True"}, off),
+        _bf16_fix(project, site, off),
     )
+
+
+def _bf16_fix(project: Project, site: Site, off: Value | None) -> Snippet:
+    """bf16=True; where only `fp16=False` is written, that keyword becomes `bf16=True`, so
+    the fix stays on the line the finding names."""
+    keyword = next((k for k in site.call.keywords if k.arg == "fp16"), None)
+    if off is None or keyword is None or _node(off) not in (keyword, keyword.value) or site.cli:
+        return _framework_fix(project, site, {"bf16": "True"}, off)
+    program = site.program
+    first, last = statement_lines(program, keyword)
+    edit = Edit(program.start(keyword), program.end(keyword), "bf16=True")
+    return apply(program, first, last, [edit])
 
 
 # --- torch.compile ------------------------------------------------------------------------------
