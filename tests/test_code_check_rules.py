@@ -1618,3 +1618,22 @@ def test_a_fix_replaces_exactly_the_lines_the_finding_names():
     precision = one(hf, "mixed_precision")
     assert (precision.line, precision.end_line) == (8, 8)
     assert (precision.before, precision.after) == ("    fp16=False,", "    bf16=True,")
+
+
+def test_program_wide_fixes_go_where_the_model_is_built_or_import_torch():
+    trainer = (
+        "import torch\nfrom torch import nn\n\n\ndef run():\n"
+        "    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).cuda()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for x in range(3):\n        model(x).sum().backward()\n        optimizer.step()\n"
+    )
+    files = {"main.py": "from trainer import run\n\nrun()\n", "trainer.py": trainer}
+    result = check_code(files, DGX)
+    wide = [f for f in result.changes if f.rule in ("tf32", "cudnn_benchmark", "torch_compile")]
+    assert len(wide) == 3 and {f.file for f in wide} == {"trainer.py"}
+    assert "    torch.backends.cudnn.benchmark = True" in one(result, "cudnn_benchmark").after
+    # Where nothing in the files builds the model, the entry's fix brings its own import.
+    alone = {"main.py": "from trainer import run\n\nrun()\n", "trainer.py": TRAINS}
+    tf32 = one(check_code(alone, DGX), "tf32")
+    assert tf32.file == "main.py"
+    assert tf32.after == "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nrun()"

@@ -66,18 +66,15 @@ def _place(project: Project) -> Place:
 
 
 def _find_place(project: Project) -> Place:
+    """The first model construction in the entry file, else in the file that builds the model
+    (an entry that only calls `run()` from its trainer module), else the entry's first
+    statement after its imports."""
     entry = project.entry
     classes = _model_classes(project)
-    candidates = [
-        node
-        for node in entry.by_type[ast.Assign]
-        if len(node.targets) == 1 and isinstance(node.value, ast.Call)
-    ]
-    for node in sorted(candidates, key=SOURCE_ORDER):
-        target = node.targets[0]
-        name = getattr(target, "id", None) or getattr(target, "attr", None)
-        if name and _builds_model(entry, node.value, name.lower(), target, classes):
-            return Place(entry, node, entry.segment(target))
+    for program in project.programs:
+        place = _construction(program, classes)
+        if place is not None:
+            return place
     body = entry.tree.body
     for statement in body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -86,6 +83,24 @@ def _find_place(project: Project) -> Place:
             continue  # the docstring
         return Place(entry, statement)
     return Place(entry, body[-1] if body else ast.Pass(lineno=1, col_offset=0, end_lineno=1))
+
+
+def _construction(program: Program, classes: frozenset[str]) -> Place | None:
+    candidates = [
+        node
+        for node in program.by_type[ast.Assign]
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call)
+    ]
+    for node in sorted(candidates, key=SOURCE_ORDER):
+        target = node.targets[0]
+        name = getattr(target, "id", None) or getattr(target, "attr", None)
+        if name and _builds_model(program, node.value, name.lower(), target, classes):
+            return Place(program, node, program.segment(target))
+    return None
+
+
+def _imports_torch(program: Program) -> bool:
+    return "torch" in program.aliases.values()
 
 
 def _model_classes(project: Project) -> frozenset[str]:
@@ -134,6 +149,8 @@ def _at_place(
     after: bool = False,
 ) -> CodeFinding:
     place = _place(project)
+    if lines and not _imports_torch(place.program) and any("torch." in line for line in lines):
+        lines = ["import torch", *lines]  # a file that only calls the trainer's run()
     snippet = insert_lines(place.program, place.statement, lines, after) if lines else None
     if snippet is None:
         statement = place.statement
