@@ -1637,3 +1637,36 @@ def test_program_wide_fixes_go_where_the_model_is_built_or_import_torch():
     tf32 = one(check_code(alone, DGX), "tf32")
     assert tf32.file == "main.py"
     assert tf32.after == "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nrun()"
+
+
+@pytest.mark.parametrize(
+    "not_the_model",
+    [
+        "mask = mask.half()\n",
+        "weights = weights.to(torch.bfloat16)\n",
+        "noise = torch.randn(4, dtype=torch.float16)\n",
+        "with torch.autocast('cpu'):\n    stats = compute(batch)\n",
+        "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n    stats = compute(b)\n",
+    ],
+)
+def test_half_tensors_and_cpu_autocast_are_not_mixed_precision(not_the_model):
+    result = check("import torch\nmodel = Net().cuda()\n" + not_the_model + TRAINS)
+    assert one(result, "mixed_precision").kind is Kind.CHANGE
+
+
+@pytest.mark.parametrize(
+    "reduced",
+    [
+        "netG = netG.half()\n",
+        "encoder = Encoder().cuda()\nencoder = encoder.to(torch.bfloat16)\n",
+        "with torch.autocast('cuda'):\n    out = model(x)\n",
+        "with torch.autocast(device):\n    out = model(x)\n",
+        "lm = AutoModel.from_pretrained('gpt2', torch_dtype=torch.bfloat16)\n",
+    ],
+)
+def test_a_half_model_or_gpu_autocast_is_mixed_precision(reduced):
+    result = check(
+        "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n    pass\n"
+        "netG = Generator().cuda()\n" + reduced + TRAINS
+    )
+    assert not found(result, "mixed_precision")

@@ -410,28 +410,104 @@ def _low_precision(value: Value | None) -> bool:
 
 
 def _uses_reduced_precision(project: Project) -> bool:
-    """autocast anywhere (called, or referred to: `partial(torch.autocast, ...)`, a name given
-    it, even behind a flag), a half/bfloat16 model, a model loaded in 16 bits."""
+    """autocast anywhere but on the CPU (called, or referred to: `partial(torch.autocast,
+    ...)`, a name given it, even behind a flag), a half/bfloat16 model (not a mask or other
+    tensor made half), a model loaded in 16 bits."""
+    models = _model_names(project)
     for program in project.programs:
         values = project.values[program.name]
-        if program.calls_by_attr.get("autocast") or _refers_to_autocast(program):
+        if _autocasts(program, values):
             return True
         for name in ("half", "bfloat16"):
-            if any(isinstance(c.func, ast.Attribute) for c in program.calls_by_attr.get(name, ())):
+            if any(
+                isinstance(c.func, ast.Attribute) and _model_like(program, c.func.value, models)
+                for c in program.calls_by_attr.get(name, ())
+            ):
                 return True
         for call in program.calls_by_attr.get("to", ()):
+            if not _model_like(program, call.func.value, models):
+                continue
             given = [k.value for k in call.keywords if k.arg == "dtype"] + call.args[:1]
             if any(_low_precision(_dtype(program, values, arg)) for arg in given):
                 return True
-        for keyword in program.by_type[ast.keyword]:
-            if keyword.arg in ("torch_dtype", "dtype") and _low_precision(
-                values.value(keyword.value)
-            ):
-                return True
+        for call in program.by_type[ast.Call]:
+            if not _loads_model(call):
+                continue
+            for keyword in call.keywords:
+                if keyword.arg in ("torch_dtype", "dtype") and _low_precision(
+                    values.value(keyword.value)
+                ):
+                    return True
         for call in program.calls_named("torch.set_default_dtype"):
             if call.args and _low_precision(values.value(call.args[0])):
                 return True
     return False
+
+
+def _autocasts(program: Program, values: Values) -> bool:
+    """An autocast on a GPU: one called with a device other than the literal "cpu", or
+    referred to without being called here (behind a flag, through partial)."""
+    calls = [
+        *(
+            c
+            for c in program.calls_by_attr.get("autocast", ())
+            if isinstance(c.func, ast.Attribute)
+        ),
+        *(c for c in program.calls_named(*AUTOCAST) if not isinstance(c.func, ast.Attribute)),
+    ]
+    if not calls:
+        return _refers_to_autocast(program)
+    for call in calls:
+        device = values.argument(call, "device_type", 0)
+        if not (device is not None and device.known and device.value == "cpu"):
+            return True
+    called = {id(call.func) for call in calls}
+    return any(
+        id(node) not in called and program.qualname(node) in AUTOCAST
+        for node in program.attributes.get("autocast", ())
+    )
+
+
+def _model_names(project: Project) -> frozenset[str]:
+    """The names the program builds its models into (`netG`, `self.encoder`: their last
+    part), and its model classes."""
+    names = project.memo.get("model names")
+    if names is None:
+        classes = _model_classes(project)
+        found = set(classes)  # `Net().half()`
+        for program in project.programs:
+            for node in program.by_type[ast.Assign]:
+                if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
+                    continue
+                target = node.targets[0]
+                name = getattr(target, "id", None) or getattr(target, "attr", None)
+                if name and _builds_model(program, node.value, name.lower(), target, classes):
+                    found.add(name)
+        names = project.memo["model names"] = frozenset(found)
+    return names  # type: ignore[return-value]
+
+
+def _model_like(program: Program, node: ast.AST, models: frozenset[str]) -> bool:
+    """A model, not a tensor: a name the program builds a model into or one that says so
+    (model, net), or a model built in place (`Net().half()`, `resnet50().cuda().half()`)."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("to", "cuda", "eval", "train", "half", "bfloat16")
+    ):
+        node = node.func.value
+    if isinstance(node, ast.Call):
+        if _loads_model(node) or (program.qualname(node.func) or "").startswith(VISION_MODELS):
+            return True
+        node = node.func
+    name = getattr(node, "id", None) or getattr(node, "attr", None) or ""
+    return name in models or any(word in name.lower() for word in MODEL_WORDS)
+
+
+def _loads_model(call: ast.Call) -> bool:
+    """`AutoModel.from_pretrained(...)`, `pipeline(...)`: where a dtype says the model's."""
+    name = getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+    return name in ("from_pretrained", "from_config", "pipeline", "load_checkpoint_and_dispatch")
 
 
 def _refers_to_autocast(program: Program) -> bool:
