@@ -1670,3 +1670,40 @@ def test_a_half_model_or_gpu_autocast_is_mixed_precision(reduced):
         "netG = Generator().cuda()\n" + reduced + TRAINS
     )
     assert not found(result, "mixed_precision")
+
+
+@pytest.mark.parametrize(
+    "made", ["torch.tensor(d).to(other_tensor)", "torch.zeros(3).to(x)", "torch.ones(2).to(dtype)"]
+)
+def test_a_tensor_moved_like_another_tensor_is_not_given_a_device(made):
+    result = check(f"import torch\nt = {made}\n" + TRAINS)
+    assert not found(result, "tensor_created_then_moved")
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["device", "torch.device('cuda')", "x.device", "args.device", "local_rank", "'cuda:0'"],
+)
+def test_a_tensor_moved_to_a_device_gets_the_device_argument(device):
+    finding = one(
+        check(f"import torch\nt = torch.zeros(3).to({device})\n" + TRAINS),
+        "tensor_created_then_moved",
+    )
+    assert finding.after == f"t = torch.zeros(3, device={device})"
+
+
+@pytest.mark.parametrize("workers", ["False", "-1", "None"])
+def test_num_workers_false_or_negative_is_no_workers(workers):
+    source = (
+        f"from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers={workers})\n"
+    )
+    finding = one(check(source + TRAINS), "dataloader_num_workers")
+    assert finding.kind is Kind.CHANGE and f"num_workers={workers}" in finding.message
+    assert "num_workers=16" in finding.after
+
+
+def test_num_workers_given_as_a_string_is_changed_to_the_number():
+    source = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers='4')\n"
+    finding = one(check(source + TRAINS), "dataloader_num_workers")
+    assert finding.kind is Kind.CHANGE and "needs an int" in finding.message
+    assert finding.after == "loader = DataLoader(ds, num_workers=4)"

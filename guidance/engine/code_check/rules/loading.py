@@ -47,7 +47,12 @@ class Loader:
 
     @property
     def without_workers(self) -> bool:
-        return self.workers is None or (self.workers.known and _number(self.workers.value) == 0)
+        return _no_workers(self.workers)
+
+    @property
+    def workers_as_text(self) -> bool:
+        """num_workers="4": a string, which the DataLoader refuses when it starts."""
+        return bool(self.workers and self.workers.known and isinstance(self.workers.value, str))
 
     @property
     def with_workers(self) -> bool:
@@ -79,6 +84,17 @@ def _number(value: object) -> float | None:
     return value
 
 
+def _no_workers(value: Value | None) -> bool:
+    """Missing, or known to load in the main process: 0, and False, None or a negative
+    number, which the DataLoader takes as 0 or refuses."""
+    if value is None:
+        return True
+    if not value.known:
+        return False
+    number = _number(value.value)
+    return value.value in (None, False) or (number is not None and number <= 0)
+
+
 def _is_false(value: Value | None) -> bool:
     """Missing, or known to be falsy (False, 0, None)."""
     return value is None or (value.known and not value.value)
@@ -107,7 +123,11 @@ def check_num_workers(project: Project, program: Program, values: Values) -> Ite
                 changes["persistent_workers"] = "True"
             if not _prefetch_enough(loader.prefetch):
                 changes["prefetch_factor"] = str(PREFETCH)
-            how = "without num_workers" if loader.workers is None else "with num_workers=0"
+            how = (
+                "without num_workers"
+                if loader.workers is None
+                else f"with num_workers={loader.workers.text}"
+            )
             yield make(
                 "dataloader_num_workers",
                 Kind.CHANGE,
@@ -120,6 +140,19 @@ def check_num_workers(project: Project, program: Program, values: Values) -> Ite
                 f"with pinned memory, persistent workers and prefetch_factor={PREFETCH}, as the "
                 "guidelines' example loader does.",
                 loader.fix(changes),
+            )
+        elif loader.workers_as_text:
+            text = str(loader.workers.value).strip()
+            number = text if text.isdigit() and int(text) > 0 else str(project.cpus)
+            yield make(
+                "dataloader_num_workers",
+                Kind.CHANGE,
+                program,
+                call,
+                f"num_workers is the string `{loader.workers.text}`: the DataLoader needs an "
+                "int and stops with an error when it starts loading.",
+                f"Pass the number itself: num_workers={number}.",
+                loader.fix({"num_workers": number}),
             )
         elif not loader.workers.known:
             yield make(
@@ -269,7 +302,7 @@ def check_hf_dataloader(
         name = short_call(program, call)
         workers = values.argument(call, "dataloader_num_workers")
         known_workers = workers is not None and workers.known
-        if workers is None or (known_workers and _number(workers.value) == 0):
+        if _no_workers(workers):
             how = (
                 "leaves dataloader_num_workers"
                 if workers is None
