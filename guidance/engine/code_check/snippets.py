@@ -1,6 +1,6 @@
 """Before/after snippets in the program's own text: the original lines, and the same lines with a
 keyword replaced or added (one per line where the call is laid out that way), a line inserted, a
-decorator or a `with` block added. Positions are (line from 1, character column from 0)."""
+`with` block added. Positions are (line from 1, character column from 0)."""
 
 import ast
 from dataclasses import dataclass
@@ -153,14 +153,6 @@ def insert_lines(program: Program, at: ast.stmt, lines: list[str], after: bool) 
     new = "\n".join(indent + line for line in lines)
     before = program.line_text(first, last)
     return Snippet(before, f"{before}\n{new}" if after else f"{new}\n{before}", first, last)
-
-
-def add_decorator(program: Program, function: ast.FunctionDef, decorator: str) -> Snippet:
-    """`@decorator` above a function's other decorators, or its def line."""
-    first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
-    def_line = function.lineno
-    before = program.line_text(first, def_line)
-    return Snippet(before, f"{program.indent(def_line)}@{decorator}\n{before}", first, def_line)
 
 
 def wrap_in_with(program: Program, head: ast.stmt, body: list[ast.stmt], header: str) -> Snippet:
