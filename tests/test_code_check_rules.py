@@ -3,6 +3,7 @@ each, the framework and not-knowable cases, and the check's promises: limits, un
 order, the cluster's settings, what was measured, and that the user's code is never run. Pure:
 an engine Cluster, no database."""
 
+import ast
 import re
 from textwrap import dedent
 
@@ -685,7 +686,7 @@ def test_moving_data_a_model_or_a_dtype_is_not_this_rule():
 # --- no_grad for evaluation -------------------------------------------------------------------
 
 
-def test_evaluation_without_no_grad_gets_the_decorator():
+def test_evaluation_without_no_grad_gets_a_with_block_on_the_lines_it_names():
     result = check(
         """\
         import torch
@@ -706,8 +707,17 @@ def test_evaluation_without_no_grad_gets_the_decorator():
         4,
         5,
     )
-    assert finding.before == "def evaluate(model, loader):"
-    assert finding.after == "@torch.no_grad()\ndef evaluate(model, loader):"
+    # The lines from `.eval()` to the function's end, which the after replaces.
+    assert finding.end_line == 8
+    assert finding.before == (
+        "    model.eval()\n    total = 0\n    for x, y in loader:\n"
+        "        total += (model(x).argmax(1) == y).sum()\n    return total"
+    )
+    assert finding.after == (
+        "    model.eval()\n    with torch.no_grad():\n        total = 0\n"
+        "        for x, y in loader:\n            total += (model(x).argmax(1) == y).sum()\n"
+        "        return total"
+    )
 
 
 def test_evaluation_inside_a_training_function_gets_a_with_block():
@@ -1182,7 +1192,10 @@ def test_lightning_cli_trains_and_its_trainer_defaults_are_the_trainers_argument
     assert "`self.workers`" in loader.message
     assert not found(result, "cudnn_benchmark")  # "benchmark": True in the defaults
     finding = one(result, "mixed_precision")
-    assert (finding.kind, finding.line) == (Kind.CHANGE, 18)
+    assert (finding.kind, finding.line) == (
+        Kind.CHANGE,
+        20,
+    )  # the trainer_defaults lines the after replaces
     assert '        "benchmark": True,\n        "precision": "bf16-mixed",\n    },' in finding.after
     assert {f.rule for f in result.findings} == {"dataloader_num_workers", "mixed_precision"}
 
@@ -1495,7 +1508,7 @@ def test_a_program_wide_fix_before_a_class_shows_its_first_lines_only():
         + TRAINS
     )
     finding = one(result, "tf32")
-    assert finding.line == finding.end_line == 4
+    assert (finding.line, finding.end_line) == (3, 4)
     assert finding.before == "@register\nclass Net(torch.nn.Module):"
     assert finding.after == (
         "torch.backends.cuda.matmul.allow_tf32 = True\n@register\nclass Net(torch.nn.Module):"
@@ -1535,3 +1548,162 @@ def test_attention_through_an_nn_softmax_module_is_found_too():
         "weights = F.softmax(scores, dim=-1)", "weights = self.softmax(scores)"
     ).replace("    def forward", "    softmax = torch.nn.Softmax(dim=-1)\n\n    def forward")
     assert one(check(program + TRAINS), "manual_attention").line == 11
+
+
+# --- Files in which nothing trains ----------------------------------------------------------
+
+
+def test_a_helper_module_alone_is_said_to_train_nothing():
+    result = check("def scale(x, factor=2):\n    return x * factor\n")
+    assert result.trains_or_evaluates is False and not result.findings
+    assert check("model.train()\n" + TRAINS).trains_or_evaluates is True
+
+
+def test_data_parallel_and_anomaly_detection_are_flagged_where_the_loop_is_not_sent():
+    # The training loop lives in trainer.py, which was not sent: these still cost every step.
+    result = check(
+        """
+        import torch
+        from torch import nn
+        from trainer import run
+        torch.autograd.set_detect_anomaly(True)
+        net = nn.DataParallel(Net().cuda())
+        run(net)
+        """
+    )
+    assert result.trains_or_evaluates is False
+    assert sorted(f.rule for f in result.changes) == ["data_parallel", "debug_apis"]
+
+
+def test_data_parallel_with_device_ids_by_position_gets_a_fix_that_parses():
+    result = check(
+        """
+        from torch import nn
+        netG = nn.DataParallel(netG, list(range(ngpu)), 0)
+        """
+        + TRAINS
+    )
+    (finding,) = found(result, "data_parallel")
+    assert finding.after == (
+        "netG = nn.parallel.DistributedDataParallel(netG, device_ids=[local_rank])"
+    )
+    ast.parse(finding.after)
+
+
+def test_a_fix_replaces_exactly_the_lines_the_finding_names():
+    source = text(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        loaders = {
+            split: DataLoader(sets[split], batch_size=64, num_workers=8)
+            for split in ["train", "val"]
+        }
+        """
+        + TRAINS
+    )
+    lines = source.split("\n")
+    result = check_code({"train.py": source}, DGX)
+    fixes = [f for f in result.findings if f.after and f.rule.startswith("dataloader")]
+    assert {f.rule for f in fixes} >= {"dataloader_pin_memory", "dataloader_prefetch_factor"}
+    for finding in fixes:
+        assert (finding.line, finding.end_line) == (5, 5)
+        assert finding.before == lines[4]
+        ast.parse("\n".join([*lines[:4], finding.after, *lines[5:]]))
+    hf = check(
+        GOOD_HF.replace("bf16=True", "fp16=False").replace(
+            "dataloader_num_workers=16", "dataloader_num_workers=16, dataloader_pin_memory=False"
+        )
+    )
+    precision = one(hf, "mixed_precision")
+    assert (precision.line, precision.end_line) == (8, 8)
+    assert (precision.before, precision.after) == ("    fp16=False,", "    bf16=True,")
+
+
+def test_program_wide_fixes_go_where_the_model_is_built_or_import_torch():
+    trainer = (
+        "import torch\nfrom torch import nn\n\n\ndef run():\n"
+        "    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).cuda()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for x in range(3):\n        model(x).sum().backward()\n        optimizer.step()\n"
+    )
+    files = {"main.py": "from trainer import run\n\nrun()\n", "trainer.py": trainer}
+    result = check_code(files, DGX)
+    wide = [f for f in result.changes if f.rule in ("tf32", "cudnn_benchmark", "torch_compile")]
+    assert len(wide) == 3 and {f.file for f in wide} == {"trainer.py"}
+    assert "    torch.backends.cudnn.benchmark = True" in one(result, "cudnn_benchmark").after
+    # Where nothing in the files builds the model, the entry's fix brings its own import.
+    alone = {"main.py": "from trainer import run\n\nrun()\n", "trainer.py": TRAINS}
+    tf32 = one(check_code(alone, DGX), "tf32")
+    assert tf32.file == "main.py"
+    assert tf32.after == "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\nrun()"
+
+
+@pytest.mark.parametrize(
+    "not_the_model",
+    [
+        "mask = mask.half()\n",
+        "weights = weights.to(torch.bfloat16)\n",
+        "noise = torch.randn(4, dtype=torch.float16)\n",
+        "with torch.autocast('cpu'):\n    stats = compute(batch)\n",
+        "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n    stats = compute(b)\n",
+    ],
+)
+def test_half_tensors_and_cpu_autocast_are_not_mixed_precision(not_the_model):
+    result = check("import torch\nmodel = Net().cuda()\n" + not_the_model + TRAINS)
+    assert one(result, "mixed_precision").kind is Kind.CHANGE
+
+
+@pytest.mark.parametrize(
+    "reduced",
+    [
+        "netG = netG.half()\n",
+        "encoder = Encoder().cuda()\nencoder = encoder.to(torch.bfloat16)\n",
+        "with torch.autocast('cuda'):\n    out = model(x)\n",
+        "with torch.autocast(device):\n    out = model(x)\n",
+        "lm = AutoModel.from_pretrained('gpt2', torch_dtype=torch.bfloat16)\n",
+    ],
+)
+def test_a_half_model_or_gpu_autocast_is_mixed_precision(reduced):
+    result = check(
+        "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n    pass\n"
+        "netG = Generator().cuda()\n" + reduced + TRAINS
+    )
+    assert not found(result, "mixed_precision")
+
+
+@pytest.mark.parametrize(
+    "made", ["torch.tensor(d).to(other_tensor)", "torch.zeros(3).to(x)", "torch.ones(2).to(dtype)"]
+)
+def test_a_tensor_moved_like_another_tensor_is_not_given_a_device(made):
+    result = check(f"import torch\nt = {made}\n" + TRAINS)
+    assert not found(result, "tensor_created_then_moved")
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["device", "torch.device('cuda')", "x.device", "args.device", "local_rank", "'cuda:0'"],
+)
+def test_a_tensor_moved_to_a_device_gets_the_device_argument(device):
+    finding = one(
+        check(f"import torch\nt = torch.zeros(3).to({device})\n" + TRAINS),
+        "tensor_created_then_moved",
+    )
+    assert finding.after == f"t = torch.zeros(3, device={device})"
+
+
+@pytest.mark.parametrize("workers", ["False", "-1", "None"])
+def test_num_workers_false_or_negative_is_no_workers(workers):
+    source = (
+        f"from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers={workers})\n"
+    )
+    finding = one(check(source + TRAINS), "dataloader_num_workers")
+    assert finding.kind is Kind.CHANGE and f"num_workers={workers}" in finding.message
+    assert "num_workers=16" in finding.after
+
+
+def test_num_workers_given_as_a_string_is_changed_to_the_number():
+    source = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers='4')\n"
+    finding = one(check(source + TRAINS), "dataloader_num_workers")
+    assert finding.kind is Kind.CHANGE and "needs an int" in finding.message
+    assert finding.after == "loader = DataLoader(ds, num_workers=4)"

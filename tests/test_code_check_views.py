@@ -358,7 +358,6 @@ def test_findings_are_shown_even_where_nothing_was_seen_to_train(
     assert "No training or evaluation found" not in page
 
 
-@pytest.mark.xfail(reason="until the engine sets CodeCheck.trains_or_evaluates", strict=False)
 def test_a_helper_module_alone_is_not_said_to_need_nothing(user_client, seeded):
     page = _page(_post(user_client, program=HELPER, file_name="helpers.py"))
     assert 'class="finding code-finding' not in page

@@ -4,6 +4,7 @@ accelerate, DDP, inference and debugging scripts, and programs that follow all t
 program gets exactly the findings the rule contract calls for (expectations.py, written before
 the checker was run): every one of them, at its line, and nothing else."""
 
+import ast
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -101,3 +102,25 @@ def test_the_corpus_covers_every_rule_and_sound_programs():
     expected_rules = {f[0] for e in EXPECTED.values() for f in e["findings"]}
     assert expected_rules == set(RULES) - NEEDS_MEASUREMENT
     assert sum(not e["findings"] for e in EXPECTED.values()) >= 3
+
+
+def test_every_after_replaces_exactly_the_lines_its_finding_names():
+    """An editor (or an API client) replaces lines line..end_line with `after`: `before` is
+    those lines as written, and the file with them replaced still parses."""
+    checked = 0
+    for name, expected in sorted(EXPECTED.items()):
+        files = program_files(name)
+        for finding in check_code(files, DGX, entry=expected["entry"]).findings:
+            if not finding.after:
+                continue
+            lines = files[finding.file].split("\n")
+            where = f"{name}: {finding.rule} at {finding.file}:{finding.line}"
+            shown = "\n".join(lines[finding.line - 1 : finding.end_line])
+            assert finding.before == shown, where
+            changed = [*lines[: finding.line - 1], finding.after, *lines[finding.end_line :]]
+            try:
+                ast.parse("\n".join(changed))
+            except SyntaxError as error:
+                pytest.fail(f"{where}: the file no longer parses: {error}", pytrace=False)
+            checked += 1
+    assert checked >= 50

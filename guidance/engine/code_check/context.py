@@ -90,17 +90,21 @@ def make(
     """A finding of the catalogue's rule at the node (its first line and column); of a
     compound statement (a class, a loop), about its first line only."""
     info = RULES[rule]
+    line = node.lineno
     end_line = getattr(node, "end_lineno", None) or node.lineno
     if hasattr(node, "body"):
         end_line = node.lineno
+    if snippet is not None and snippet.first:
+        # The lines `before` shows, so that replacing line..end_line with `after` is the fix.
+        line, end_line = snippet.first, snippet.last
     return CodeFinding(
         rule=rule,
         kind=kind,
         impact=info.impact,
         file=program.name,
-        line=node.lineno,
+        line=line,
         column=program.column(node),
-        end_line=max(node.lineno, end_line),
+        end_line=max(line, end_line),
         title=info.title,
         message=message,
         fix=fix,

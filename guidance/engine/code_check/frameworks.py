@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from guidance.engine.code_check.program import Program
-from guidance.engine.code_check.snippets import Snippet, set_dict_entries, set_keywords
+from guidance.engine.code_check.snippets import (
+    Snippet,
+    replace_values,
+    set_dict_entries,
+    set_keywords,
+)
 from guidance.engine.code_check.values import Value, Values
 
 if TYPE_CHECKING:
@@ -134,16 +139,31 @@ def settings_fix(values: Values, site: Site, changes: dict[str, str]) -> Snippet
     trainer_defaults (the dict added where there is none); no mechanical after where the
     defaults are not a literal dict."""
     if not site.cli:
-        return set_keywords(site.program, site.call, changes)
+        return _in_place(site.program, site.call, changes)
     if not any(k.arg == _DEFAULTS for k in site.call.keywords):
         entries = ", ".join(f'"{name}": {text}' for name, text in changes.items())
         return set_keywords(site.program, site.call, {_DEFAULTS: f"{{{entries}}}"})
     given = _defaults_dict(values, site)
     if isinstance(given, ast.Dict):
+        entries = {
+            key.value: value
+            for key, value in zip(given.keys, given.values, strict=True)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str)
+        }
+        if changes.keys() <= entries.keys():
+            return replace_values(site.program, entries, changes)
         return set_dict_entries(site.program, given, changes)
     if isinstance(given, ast.Call):
-        return set_keywords(site.program, given, changes)
-    return Snippet(set_keywords(site.program, site.call, {}).before, "")
+        return _in_place(site.program, given, changes)
+    return set_keywords(site.program, site.call, {}).without_after()
+
+
+def _in_place(program: Program, call: ast.Call, changes: dict[str, str]) -> Snippet:
+    """The call's keywords set: where it gives them all, only their lines are shown."""
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    if changes and changes.keys() <= given.keys():
+        return replace_values(program, given, changes)
+    return set_keywords(program, call, changes)
 
 
 def _on_trainer(program: Program, call: ast.Call) -> bool:

@@ -1,6 +1,6 @@
 """Before/after snippets in the program's own text: the original lines, and the same lines with a
 keyword replaced or added (one per line where the call is laid out that way), a line inserted, a
-decorator or a `with` block added. Positions are (line from 1, character column from 0)."""
+`with` block added. Positions are (line from 1, character column from 0)."""
 
 import ast
 from dataclasses import dataclass
@@ -21,8 +21,16 @@ class Edit:
 
 @dataclass(frozen=True)
 class Snippet:
+    """`before` is the program's lines first..last as written, `after` what replaces them
+    (an editor can swap the one for the other); first 0 where the lines are not known."""
+
     before: str
     after: str
+    first: int = 0
+    last: int = 0
+
+    def without_after(self) -> "Snippet":
+        return Snippet(self.before, "", self.first, self.last)
 
 
 def apply(program: Program, first: int, last: int, edits: list[Edit]) -> Snippet:
@@ -39,17 +47,20 @@ def apply(program: Program, first: int, last: int, edits: list[Edit]) -> Snippet
     after = before
     for edit in sorted(edits, key=lambda e: offset(e.start), reverse=True):
         after = after[: offset(edit.start)] + edit.text + after[offset(edit.end) :]
-    return Snippet(before, after)
+    return Snippet(before, after, first, last)
 
 
 def statement_lines(program: Program, node: ast.AST) -> tuple[int, int]:
     """The lines of the statement holding the node; of a compound statement (`for`, `with`,
-    `def`), only its header, down to the node's last line; a node that starts its line, its
-    own lines."""
+    `def`), only its header, down to the node's last line; a node inside a statement that
+    began on an earlier line, its own lines."""
     statement = program.statement_of(node)
-    if program.lines[node.lineno - 1][: program.start(node)[1]].strip() == "":
-        # The node starts its line, inside a longer statement (a layer of nn.Sequential(...)
-        # on a line of its own): its own lines are the ones to show.
+    if statement.lineno < node.lineno or (
+        program.lines[node.lineno - 1][: program.start(node)[1]].strip() == ""
+    ):
+        # A layer of nn.Sequential(...) on a line of its own, an argument of a call laid out
+        # one per line, a loader in a dict: its own lines, which the fix's edits stay inside,
+        # are the ones to show, at the line the finding names.
         return node.lineno, node.end_lineno or node.lineno
     first = min(statement.lineno, node.lineno)
     if hasattr(statement, "body"):
@@ -114,6 +125,19 @@ def set_dict_entries(program: Program, node: ast.Dict, changes: dict[str, str]) 
     return apply(program, first, last, edits)
 
 
+def replace_values(program: Program, given: dict[str, ast.AST], changes: dict[str, str]) -> Snippet:
+    """Values the program gives (a keyword's, a dict entry's) replaced, shown on their own
+    lines only: the finding about a setting set wrong names that setting's line."""
+    nodes = [given[name] for name in changes]
+    spans = [statement_lines(program, node) for node in nodes]
+    first, last = min(s[0] for s in spans), max(s[1] for s in spans)
+    edits = [
+        Edit(program.start(given[name]), program.end(given[name]), text)
+        for name, text in changes.items()
+    ]
+    return apply(program, first, last, edits)
+
+
 def set_keywords(program: Program, call: ast.Call, changes: dict[str, str]) -> Snippet:
     return set_arguments(program, call, changes, {})
 
@@ -128,15 +152,7 @@ def insert_lines(program: Program, at: ast.stmt, lines: list[str], after: bool) 
     indent = program.indent(first)
     new = "\n".join(indent + line for line in lines)
     before = program.line_text(first, last)
-    return Snippet(before, f"{before}\n{new}" if after else f"{new}\n{before}")
-
-
-def add_decorator(program: Program, function: ast.FunctionDef, decorator: str) -> Snippet:
-    """`@decorator` above a function's other decorators, or its def line."""
-    first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
-    def_line = function.lineno
-    before = program.line_text(first, def_line)
-    return Snippet(before, f"{program.indent(def_line)}@{decorator}\n{before}")
+    return Snippet(before, f"{before}\n{new}" if after else f"{new}\n{before}", first, last)
 
 
 def wrap_in_with(program: Program, head: ast.stmt, body: list[ast.stmt], header: str) -> Snippet:
@@ -144,18 +160,19 @@ def wrap_in_with(program: Program, head: ast.stmt, body: list[ast.stmt], header:
     inside `with header:`. No mechanical after where the block is long or holds a string
     that spans lines (indenting it would change the string)."""
     if not body:
-        return Snippet(program.line_text(head.lineno, head.end_lineno or head.lineno), "")
+        last = head.end_lineno or head.lineno
+        return Snippet(program.line_text(head.lineno, last), "", head.lineno, last)
     first, last = head.lineno, body[-1].end_lineno or body[-1].lineno
     before = program.line_text(first, last)
     if last - body[0].lineno > _WRAP_LIMIT or _has_multiline_string(program, body):
-        return Snippet(before, "")
+        return Snippet(before, "", first, last)
     indent = program.indent(body[0].lineno)
     head_text = program.line_text(first, head.end_lineno or head.lineno)
     rest = [
         ("    " + line) if line.strip() else line
         for line in program.lines[(head.end_lineno or head.lineno) : last]
     ]
-    return Snippet(before, "\n".join([head_text, f"{indent}with {header}:", *rest]))
+    return Snippet(before, "\n".join([head_text, f"{indent}with {header}:", *rest]), first, last)
 
 
 def _has_multiline_string(program: Program, body: list[ast.stmt]) -> bool:
@@ -214,7 +231,8 @@ def set_arguments(
     first, last = statement_lines(program, call)
     snippet = apply(program, first, last, [*edits, *keyword_edits(program, call, by_keyword)])
     if first == last == call.end_lineno and max(map(len, snippet.after.split("\n"))) > _WIDTH:
-        return Snippet(snippet.before, _one_per_line(program, call, changes, positions))
+        after = _one_per_line(program, call, changes, positions)
+        return Snippet(snippet.before, after, first, last)
     return snippet
 
 

@@ -48,7 +48,12 @@ def check_data_parallel(
             replacement = func[: -len("DataParallel")] + "DistributedDataParallel"
         start, end = program.start(call.func), program.end(call.func)
         edits = [Edit(start, end, replacement)]
-        if call.args and not any(k.arg == "device_ids" for k in call.keywords):
+        if len(call.args) > 1:
+            # device_ids given by position (output_device and dim may follow): the keyword
+            # takes its place, and positional arguments cannot follow a keyword.
+            start = program.end(call.args[0])
+            edits.append(Edit(start, program.end(call.args[-1]), ", device_ids=[local_rank]"))
+        elif call.args and not any(k.arg == "device_ids" for k in call.keywords):
             position = program.end(call.args[0])
             edits.append(Edit(position, position, ", device_ids=[local_rank]"))
         first, last = statement_lines(program, call)
@@ -146,7 +151,7 @@ def _replace(program: Program, call: ast.Call, given: Value, text: str) -> Snipp
     """The argument's value replaced; no mechanical after where it comes from a `**kw`."""
     node = given.node.value if isinstance(given.node, ast.keyword) else given.node
     snippet = _replace_node(program, call, node, text)
-    return Snippet(snippet.before, "") if given.spread else snippet
+    return snippet.without_after() if given.spread else snippet
 
 
 def _replace_node(program: Program, call: ast.Call, node: ast.AST, text: str) -> Snippet:

@@ -9,8 +9,6 @@ from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.program import Program
 from guidance.engine.code_check.snippets import (
     Edit,
-    Snippet,
-    add_decorator,
     apply,
     statement_lines,
     torch_name,
@@ -73,7 +71,7 @@ def check_zero_grad(project: Project, program: Program, values: Values) -> Itera
                 "every step: memory traffic for nothing, since the next backward pass fills them "
                 "again.",
                 "Set set_to_none=True (the default since PyTorch 2.0).",
-                Snippet(snippet.before, "") if given.spread else snippet,
+                snippet.without_after() if given.spread else snippet,
             )
 
 
@@ -191,15 +189,9 @@ def _back_to_training(project: Project, program: Program) -> dict[str, list[tupl
 
 
 def _no_grad_fix(program: Program, function: ast.AST, eval_call: ast.Call, receiver: str):
+    # A `with` block from the `.eval()` line on, never a decorator: a decorator's lines
+    # (above the def) are not the lines the finding names.
     torch = torch_name(program)
-    trains_here = any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("backward", "step")
-        for node in program.walk_scope(function)
-    )
-    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and not trains_here:
-        return add_decorator(program, function, f"{torch}.no_grad()")
     statement = program.statement_of(eval_call)
     block = _block_of(program, statement)
     if block is None:

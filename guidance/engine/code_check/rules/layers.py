@@ -234,7 +234,7 @@ def check_manual_attention(
             "Replace the scores, the softmax, its dropout and the product with the values by "
             f"`F.scaled_dot_product_attention({q}, {k}, {v})` (torch.nn.functional), passing "
             "attn_mask=, dropout_p= or is_causal=True as the hand-written code does.",
-            Snippet(program.line_text(first, last), ""),
+            Snippet(program.line_text(first, last), "", first, last),
         )
 
 

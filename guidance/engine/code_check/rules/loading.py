@@ -9,7 +9,13 @@ from functools import cached_property
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.program import Program
-from guidance.engine.code_check.snippets import Snippet, set_arguments, set_keywords, short_call
+from guidance.engine.code_check.snippets import (
+    Snippet,
+    replace_values,
+    set_arguments,
+    set_keywords,
+    short_call,
+)
 from guidance.engine.code_check.values import Value, Values
 
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -41,7 +47,12 @@ class Loader:
 
     @property
     def without_workers(self) -> bool:
-        return self.workers is None or (self.workers.known and _number(self.workers.value) == 0)
+        return _no_workers(self.workers)
+
+    @property
+    def workers_as_text(self) -> bool:
+        """num_workers="4": a string, which the DataLoader refuses when it starts."""
+        return bool(self.workers and self.workers.known and isinstance(self.workers.value, str))
 
     @property
     def with_workers(self) -> bool:
@@ -54,7 +65,7 @@ class Loader:
         given = [self._given(name) for name in changes]
         snippet = set_arguments(self.program, self.call, changes, POSITIONS)
         if any(value is not None and value.spread for value in given):
-            return Snippet(snippet.before, "")
+            return snippet.without_after()
         return snippet
 
     def _given(self, name: str) -> Value | None:
@@ -71,6 +82,17 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value
+
+
+def _no_workers(value: Value | None) -> bool:
+    """Missing, or known to load in the main process: 0, and False, None or a negative
+    number, which the DataLoader takes as 0 or refuses."""
+    if value is None:
+        return True
+    if not value.known:
+        return False
+    number = _number(value.value)
+    return value.value in (None, False) or (number is not None and number <= 0)
 
 
 def _is_false(value: Value | None) -> bool:
@@ -101,7 +123,11 @@ def check_num_workers(project: Project, program: Program, values: Values) -> Ite
                 changes["persistent_workers"] = "True"
             if not _prefetch_enough(loader.prefetch):
                 changes["prefetch_factor"] = str(PREFETCH)
-            how = "without num_workers" if loader.workers is None else "with num_workers=0"
+            how = (
+                "without num_workers"
+                if loader.workers is None
+                else f"with num_workers={loader.workers.text}"
+            )
             yield make(
                 "dataloader_num_workers",
                 Kind.CHANGE,
@@ -114,6 +140,19 @@ def check_num_workers(project: Project, program: Program, values: Values) -> Ite
                 f"with pinned memory, persistent workers and prefetch_factor={PREFETCH}, as the "
                 "guidelines' example loader does.",
                 loader.fix(changes),
+            )
+        elif loader.workers_as_text:
+            text = str(loader.workers.value).strip()
+            number = text if text.isdigit() and int(text) > 0 else str(project.cpus)
+            yield make(
+                "dataloader_num_workers",
+                Kind.CHANGE,
+                program,
+                call,
+                f"num_workers is the string `{loader.workers.text}`: the DataLoader needs an "
+                "int and stops with an error when it starts loading.",
+                f"Pass the number itself: num_workers={number}.",
+                loader.fix({"num_workers": number}),
             )
         elif not loader.workers.known:
             yield make(
@@ -263,7 +302,7 @@ def check_hf_dataloader(
         name = short_call(program, call)
         workers = values.argument(call, "dataloader_num_workers")
         known_workers = workers is not None and workers.known
-        if workers is None or (known_workers and _number(workers.value) == 0):
+        if _no_workers(workers):
             how = (
                 "leaves dataloader_num_workers"
                 if workers is None
@@ -299,7 +338,7 @@ def check_hf_dataloader(
                 "dataloader_pin_memory=False turns off the pinned memory the Trainer uses by "
                 "default: copies to the GPU then take an extra staging step.",
                 "Remove dataloader_pin_memory=False (or set it to True).",
-                _hf_fix(program, call, pin, {"dataloader_pin_memory": "True"}),
+                _hf_fix(program, call, pin, {"dataloader_pin_memory": "True"}, in_place=True),
             )
         elif pin is not None and not pin.known:
             yield make(
@@ -329,8 +368,19 @@ def check_hf_dataloader(
         )
 
 
-def _hf_fix(program: Program, call: ast.Call, given: Value | None, changes: dict[str, str]):
+def _hf_fix(
+    program: Program,
+    call: ast.Call,
+    given: Value | None,
+    changes: dict[str, str],
+    in_place: bool = False,
+):
+    """The call with these keywords set; `in_place`, for a finding at the keyword it sets:
+    only that keyword's lines, which the finding names."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    if in_place and not (given and given.spread) and changes.keys() <= keywords.keys():
+        return replace_values(program, keywords, changes)
     snippet = set_keywords(program, call, changes)
     if given is not None and given.spread:
-        return Snippet(snippet.before, "")
+        return snippet.without_after()
     return snippet

@@ -15,9 +15,12 @@ from guidance.engine.code_check.frameworks import Site
 from guidance.engine.code_check.program import SOURCE_ORDER, Program
 from guidance.engine.code_check.rules.layers import CONVOLUTIONS
 from guidance.engine.code_check.snippets import (
+    Edit,
     Snippet,
+    apply,
     insert_lines,
     short_call,
+    statement_lines,
     torch_name,
 )
 from guidance.engine.code_check.values import Symbol, Value, Values
@@ -63,18 +66,15 @@ def _place(project: Project) -> Place:
 
 
 def _find_place(project: Project) -> Place:
+    """The first model construction in the entry file, else in the file that builds the model
+    (an entry that only calls `run()` from its trainer module), else the entry's first
+    statement after its imports."""
     entry = project.entry
     classes = _model_classes(project)
-    candidates = [
-        node
-        for node in entry.by_type[ast.Assign]
-        if len(node.targets) == 1 and isinstance(node.value, ast.Call)
-    ]
-    for node in sorted(candidates, key=SOURCE_ORDER):
-        target = node.targets[0]
-        name = getattr(target, "id", None) or getattr(target, "attr", None)
-        if name and _builds_model(entry, node.value, name.lower(), target, classes):
-            return Place(entry, node, entry.segment(target))
+    for program in project.programs:
+        place = _construction(program, classes)
+        if place is not None:
+            return place
     body = entry.tree.body
     for statement in body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -83,6 +83,24 @@ def _find_place(project: Project) -> Place:
             continue  # the docstring
         return Place(entry, statement)
     return Place(entry, body[-1] if body else ast.Pass(lineno=1, col_offset=0, end_lineno=1))
+
+
+def _construction(program: Program, classes: frozenset[str]) -> Place | None:
+    candidates = [
+        node
+        for node in program.by_type[ast.Assign]
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call)
+    ]
+    for node in sorted(candidates, key=SOURCE_ORDER):
+        target = node.targets[0]
+        name = getattr(target, "id", None) or getattr(target, "attr", None)
+        if name and _builds_model(program, node.value, name.lower(), target, classes):
+            return Place(program, node, program.segment(target))
+    return None
+
+
+def _imports_torch(program: Program) -> bool:
+    return "torch" in program.aliases.values()
 
 
 def _model_classes(project: Project) -> frozenset[str]:
@@ -131,11 +149,13 @@ def _at_place(
     after: bool = False,
 ) -> CodeFinding:
     place = _place(project)
+    if lines and not _imports_torch(place.program) and any("torch." in line for line in lines):
+        lines = ["import torch", *lines]  # a file that only calls the trainer's run()
     snippet = insert_lines(place.program, place.statement, lines, after) if lines else None
     if snippet is None:
         statement = place.statement
         text = place.program.line_text(statement.lineno, statement.lineno)
-        snippet = Snippet(text, "")
+        snippet = Snippet(text, "", statement.lineno, statement.lineno)
     return make(rule, Kind.CHANGE, place.program, place.statement, message, fix, snippet)
 
 
@@ -170,7 +190,7 @@ def _framework_fix(
     project: Project, site: Site, changes: dict[str, str], given: Value | None
 ) -> Snippet:
     snippet = frameworks.settings_fix(project.values[site.program.name], site, changes)
-    return Snippet(snippet.before, "") if given is not None and given.spread else snippet
+    return snippet.without_after() if given is not None and given.spread else snippet
 
 
 def _question(rule: str, program: Program, node: ast.AST, message: str, fix: str) -> CodeFinding:
@@ -266,6 +286,8 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
             Snippet(
                 program.line_text(node.lineno, node.end_lineno or node.lineno),
                 f"{program.indent(node.lineno)}{torch}.backends.cudnn.benchmark = True",
+                node.lineno,
+                node.end_lineno or node.lineno,
             ),
         )
         return
@@ -388,28 +410,104 @@ def _low_precision(value: Value | None) -> bool:
 
 
 def _uses_reduced_precision(project: Project) -> bool:
-    """autocast anywhere (called, or referred to: `partial(torch.autocast, ...)`, a name given
-    it, even behind a flag), a half/bfloat16 model, a model loaded in 16 bits."""
+    """autocast anywhere but on the CPU (called, or referred to: `partial(torch.autocast,
+    ...)`, a name given it, even behind a flag), a half/bfloat16 model (not a mask or other
+    tensor made half), a model loaded in 16 bits."""
+    models = _model_names(project)
     for program in project.programs:
         values = project.values[program.name]
-        if program.calls_by_attr.get("autocast") or _refers_to_autocast(program):
+        if _autocasts(program, values):
             return True
         for name in ("half", "bfloat16"):
-            if any(isinstance(c.func, ast.Attribute) for c in program.calls_by_attr.get(name, ())):
+            if any(
+                isinstance(c.func, ast.Attribute) and _model_like(program, c.func.value, models)
+                for c in program.calls_by_attr.get(name, ())
+            ):
                 return True
         for call in program.calls_by_attr.get("to", ()):
+            if not _model_like(program, call.func.value, models):
+                continue
             given = [k.value for k in call.keywords if k.arg == "dtype"] + call.args[:1]
             if any(_low_precision(_dtype(program, values, arg)) for arg in given):
                 return True
-        for keyword in program.by_type[ast.keyword]:
-            if keyword.arg in ("torch_dtype", "dtype") and _low_precision(
-                values.value(keyword.value)
-            ):
-                return True
+        for call in program.by_type[ast.Call]:
+            if not _loads_model(call):
+                continue
+            for keyword in call.keywords:
+                if keyword.arg in ("torch_dtype", "dtype") and _low_precision(
+                    values.value(keyword.value)
+                ):
+                    return True
         for call in program.calls_named("torch.set_default_dtype"):
             if call.args and _low_precision(values.value(call.args[0])):
                 return True
     return False
+
+
+def _autocasts(program: Program, values: Values) -> bool:
+    """An autocast on a GPU: one called with a device other than the literal "cpu", or
+    referred to without being called here (behind a flag, through partial)."""
+    calls = [
+        *(
+            c
+            for c in program.calls_by_attr.get("autocast", ())
+            if isinstance(c.func, ast.Attribute)
+        ),
+        *(c for c in program.calls_named(*AUTOCAST) if not isinstance(c.func, ast.Attribute)),
+    ]
+    if not calls:
+        return _refers_to_autocast(program)
+    for call in calls:
+        device = values.argument(call, "device_type", 0)
+        if not (device is not None and device.known and device.value == "cpu"):
+            return True
+    called = {id(call.func) for call in calls}
+    return any(
+        id(node) not in called and program.qualname(node) in AUTOCAST
+        for node in program.attributes.get("autocast", ())
+    )
+
+
+def _model_names(project: Project) -> frozenset[str]:
+    """The names the program builds its models into (`netG`, `self.encoder`: their last
+    part), and its model classes."""
+    names = project.memo.get("model names")
+    if names is None:
+        classes = _model_classes(project)
+        found = set(classes)  # `Net().half()`
+        for program in project.programs:
+            for node in program.by_type[ast.Assign]:
+                if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
+                    continue
+                target = node.targets[0]
+                name = getattr(target, "id", None) or getattr(target, "attr", None)
+                if name and _builds_model(program, node.value, name.lower(), target, classes):
+                    found.add(name)
+        names = project.memo["model names"] = frozenset(found)
+    return names  # type: ignore[return-value]
+
+
+def _model_like(program: Program, node: ast.AST, models: frozenset[str]) -> bool:
+    """A model, not a tensor: a name the program builds a model into or one that says so
+    (model, net), or a model built in place (`Net().half()`, `resnet50().cuda().half()`)."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("to", "cuda", "eval", "train", "half", "bfloat16")
+    ):
+        node = node.func.value
+    if isinstance(node, ast.Call):
+        if _loads_model(node) or (program.qualname(node.func) or "").startswith(VISION_MODELS):
+            return True
+        node = node.func
+    name = getattr(node, "id", None) or getattr(node, "attr", None) or ""
+    return name in models or any(word in name.lower() for word in MODEL_WORDS)
+
+
+def _loads_model(call: ast.Call) -> bool:
+    """`AutoModel.from_pretrained(...)`, `pipeline(...)`: where a dtype says the model's."""
+    name = getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+    return name in ("from_pretrained", "from_config", "pipeline", "load_checkpoint_and_dispatch")
 
 
 def _refers_to_autocast(program: Program) -> bool:
@@ -549,8 +647,20 @@ def _hf_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
         f"`{short_call(site.program, site.call)}` trains in float32: with bf16 (or fp16) the "
         "tensor cores do far more per cycle and activations take half the memory.",
         "Set bf16=True (fp16=True on GPUs without bfloat16).",
-        _framework_fix(project, site, {"bf16": "True"}, off),
+        _bf16_fix(project, site, off),
     )
+
+
+def _bf16_fix(project: Project, site: Site, off: Value | None) -> Snippet:
+    """bf16=True; where only `fp16=False` is written, that keyword becomes `bf16=True`, so
+    the fix stays on the line the finding names."""
+    keyword = next((k for k in site.call.keywords if k.arg == "fp16"), None)
+    if off is None or keyword is None or _node(off) not in (keyword, keyword.value) or site.cli:
+        return _framework_fix(project, site, {"bf16": "True"}, off)
+    program = site.program
+    first, last = statement_lines(program, keyword)
+    edit = Edit(program.start(keyword), program.end(keyword), "bf16=True")
+    return apply(program, first, last, [edit])
 
 
 # --- torch.compile ------------------------------------------------------------------------------

@@ -122,4 +122,19 @@ def _device(program: Program, move: ast.Call) -> str | None:
         isinstance(device.value, str) and device.value.startswith("cuda")
     ):
         return None  # .to("cpu") stays on the CPU; .to(0) is a dtype-less oddity
-    return program.segment(device)
+    return program.segment(device) if _clearly_a_device(program, device) else None
+
+
+def _clearly_a_device(program: Program, node: ast.AST) -> bool:
+    """A "cuda" string, torch.device(...), a `.device` attribute, a name that says device
+    (`device`, `dev`, `gpu`, `local_rank`): `.to(other_tensor)` takes the other tensor's
+    dtype and device, and device=other_tensor would fail."""
+    if isinstance(node, ast.Constant):
+        return True  # only "cuda..." strings get here
+    if isinstance(node, ast.Call):
+        node = node.func  # torch.device("cuda"), torch.cuda.current_device()
+    name = getattr(node, "attr", None) or getattr(node, "id", None) or ""
+    return any(word in name.lower() for word in _DEVICE_WORDS)
+
+
+_DEVICE_WORDS = ("device", "dev", "gpu", "cuda", "rank")
