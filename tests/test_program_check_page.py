@@ -6,7 +6,7 @@ import html
 
 import pytest
 
-from guidance.engine.code_check import CodeCheck, CodeFinding, Impact, Kind, Measured
+from guidance.engine.code_check import CodeFinding, Impact, Kind, Measured
 from guidance.engine.sources import DATALOADER, NO_BRAINER_TWEAKS
 from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.cluster.remote import Program
@@ -235,11 +235,7 @@ def test_a_program_with_no_training_in_the_files_read_is_not_said_to_follow_the_
     def fake_read_program(account, workdir, entry):  # FAKE: the files as the cluster gave them
         return Program({"train.py": b"from loop import run\nrun()\n"})
 
-    def fake_check_code(files, cluster, **given):  # FAKE: the engine's verdict on them
-        return CodeCheck(files=tuple(files), trains_or_evaluates=False)
-
     monkeypatch.setattr(program_check.remote, "read_program", fake_read_program)
-    monkeypatch.setattr(program_check, "check_code", fake_check_code)
     user_client.post(f"/jobs/{job.pk}/program/")
     assert ProgramCheck.objects.get(job=job).trains_or_evaluates is False
     page = _page(user_client, job)
