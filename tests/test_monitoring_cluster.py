@@ -205,7 +205,7 @@ def account(request, cluster, seeded, user) -> ClusterAccount:
     return take_route(account, request.param)
 
 
-def _poll_until(job: Job, done, timeout: float) -> Job:
+def poll_until(job: Job, done, timeout: float) -> Job:
     deadline = time.monotonic() + timeout
     while True:
         tasks.poll_clusters.apply()
@@ -229,7 +229,7 @@ def test_the_portal_submits_with_monitoring_and_the_job_page_shows_the_gpus(
     job.refresh_from_db()
     assert job.slurm_id and job.script == composed  # the job keeps what its owner composed
 
-    running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 40)
+    running = poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 40)
     page = user_client.get(f"/jobs/{running.pk}/").content.decode()
     svg = re.search(r'<svg class="gpu-chart".*?</svg>', page, re.S).group(0)
     assert svg.count('class="gpu-series"') == 2
@@ -242,7 +242,7 @@ def test_the_portal_submits_with_monitoring_and_the_job_page_shows_the_gpus(
     assert "Efficiency report" not in page
     assert "Slurm got this script with the portal's GPU sampler added" in page
 
-    ended = _poll_until(
+    ended = poll_until(
         job,
         lambda j: j.is_final and not j.sample_files.filter(finished=False).exists(),
         60,
@@ -266,7 +266,7 @@ def test_each_part_of_a_chain_is_sampled_and_shown(account, user_client, setting
     job = Job.objects.create(owner=account.owner, account=account, name=name, script=script)
     tasks.submit_job.apply(args=[job.pk])
     job.refresh_from_db()
-    ended = _poll_until(
+    ended = poll_until(
         job,
         lambda j: j.is_final and not j.sample_files.filter(finished=False).exists(),
         90,

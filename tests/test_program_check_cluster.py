@@ -11,7 +11,6 @@ warning.
 import html
 import io
 import shlex
-import time
 import uuid
 
 import pytest
@@ -26,7 +25,7 @@ from jobs.compose.script_spec import ScriptSpec
 from jobs.models import ClusterAccount, Job, JobState, ProgramCheck
 from jobs.script_markers import MONITORING_START
 from tests.cluster_routes import ROUTES, take_route
-from tests.test_monitoring_cluster import FAKE_HOME_DIR, FAKE_NVML
+from tests.test_monitoring_cluster import FAKE_HOME_DIR, FAKE_NVML, poll_until
 
 DATALOADER_LINE = 13
 STOP_FILE = "stop-training"  # beside train.py: the test's word that it has seen enough
@@ -182,18 +181,6 @@ def _name() -> str:
     return f"prog-{uuid.uuid4().hex[:8]}"
 
 
-def _poll_until(job: Job, done, timeout: float) -> Job:
-    deadline = time.monotonic() + timeout
-    while True:
-        tasks.poll_clusters.apply()
-        job.refresh_from_db()
-        if done(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not there within {timeout} s: {job.state}, {job.gpu_warning!r}")
-        time.sleep(0.5)
-
-
 def test_the_owner_checks_the_program_of_a_running_job_beside_its_gpu_warning(
     account, user_client, stranger_client, cluster, settings
 ):
@@ -210,7 +197,7 @@ def test_the_owner_checks_the_program_of_a_running_job_beside_its_gpu_warning(
     assert f"The job's command runs <code>{folder}/train.py</code>" in page
     tasks.submit_job.apply(args=[job.pk])
     try:
-        running = _poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 300)
+        running = poll_until(job, lambda j: j.state == JobState.RUNNING and j.gpu_warning, 300)
         assert "35% busy on average" in running.gpu_warning
 
         # A stranger can neither check it nor learn that it exists.
@@ -241,7 +228,7 @@ def test_the_owner_checks_the_program_of_a_running_job_beside_its_gpu_warning(
         assert 'href="#program-finding-1"' in warning
     finally:
         _put(cluster, folder, {STOP_FILE: ""})  # train.py ends: the check is done
-    ended = _poll_until(job, lambda j: j.is_final, 300)  # the dev cluster may be busy
+    ended = poll_until(job, lambda j: j.is_final, 300)  # the dev cluster may be busy
     assert ended.state == JobState.COMPLETED  # the program ran on the cluster: the portal did not
 
 
