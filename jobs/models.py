@@ -119,6 +119,10 @@ class ClusterAccount(models.Model):
     # The end of the last read of the user's jobs from Slurm's accounting (jobs.cluster.history):
     # the next read asks only for what happened since, less a margin for clocks that disagree.
     history_read_until = models.DateTimeField(null=True, blank=True, editable=False)
+    # Back-off (jobs.polling): a login whose jobs stayed as they were is polled less often, not
+    # before poll_after; a submission or the owner opening a job page sets it back to now.
+    poll_after = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
+    quiet_polls = models.PositiveIntegerField(default=0, editable=False)
 
     objects = ClusterAccountQuerySet.as_manager()
 
