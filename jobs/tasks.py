@@ -1,39 +1,32 @@
 """Celery tasks: thin, safe to run twice. They take primary keys, load, call the cluster through
-jobs.cluster.remote, and save. They sit above jobs.cluster and jobs.gpu, which they orchestrate:
-a submission gets its GPU monitoring here, a poll reads the jobs' states and then their GPU
-samples."""
+jobs.cluster.remote, and save. They sit above jobs.polling, jobs.cluster and jobs.gpu, which they
+orchestrate: a submission gets its GPU monitoring here; beat's poll sends each due login's poll
+to the poll queue (jobs.polling says which and does one)."""
 
-import contextlib
 import logging
 import math
-import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
-from django.db.models import Q, QuerySet
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from guidance.engine.slurm_refusals import explain_refusal
-from jobs.cluster import cluster_load, history, remote, tracking
+from guidance.models import Cluster
+from jobs import polling
+from jobs.cluster import cluster_load, remote
 from jobs.cluster.errors import ClusterError
-from jobs.gpu import sample_files
 from jobs.gpu.monitoring import with_monitoring
-from jobs.models import ClusterAccount, Job, JobOrigin, JobState
+from jobs.models import ClusterAccount, Job, JobState
 from jobs.notify import mail, record
-from jobs.script_markers import STOP_STATUS
+from jobs.polling import DATABASE_GONE
 
 logger = logging.getLogger(__name__)
-# The database is unreachable or restarting, as opposed to refusing data (DataError and the like).
-DATABASE_GONE = (OperationalError, InterfaceError)
-
-# How long one poll may hold its login: longer than a poll takes with the controller down (18 s
-# measured: squeue waits for it) plus the GPU samples' reads.
-POLL_HOLD_SECONDS = 120
 # Seconds before each retry of a submission the cluster could not take, and of a poll the
 # database cut short: 2, 4, 8, 16.
 RETRY_DELAYS = (2, 4, 8, 16)
@@ -97,6 +90,7 @@ def submit_job(self, job_id: int) -> None:
         job.submission_failed(error.message)
     else:
         job.submitted_as(slurm_id)
+        polling.wake(pk=job.account_id)  # its first states come at the next beat
         _retire_replaced(job)
     if job.state == JobState.SUBMIT_FAILED:
         record.submission_failed(job)  # e-mailed by the next poll_clusters
@@ -163,42 +157,87 @@ def submitted_script(job: Job) -> str:
 
 @shared_task(name="jobs.tasks.poll_clusters", bind=True, max_retries=len(RETRY_DELAYS))
 def poll_clusters(self) -> None:
-    """One squeue and one sacct per login with active jobs, whatever the number of jobs; then
-    the new lines of their GPU sample files, over SFTP. Every login also gets its jobs read from
-    accounting when that is due (one sacct more); then one sinfo and one squeue of the whole
-    queue per cluster."""
-    holder = self.request.id or str(uuid.uuid4())  # called directly, it is a task of its own
+    """Beat's poll, every POLL_SECONDS: sends one `poll_login` per login that is due, and one
+    `read_cluster_load` per cluster, to the POLL_QUEUE, so that polls spread over every worker
+    of that queue on every machine; then sends the e-mails a failing mail server left for later.
+    A login whose poll is still queued or running is held (jobs.polling.hold) and skipped.
+
+    Called directly or with apply() (tests, benches, a shell), it polls every login with
+    something to poll in this process instead, back-off or not: one squeue and one sacct per
+    login, then the new lines of its GPU sample files; the history read where due; and each
+    cluster's sinfo and queue on a thread beside them."""
     try:
-        with ThreadPoolExecutor(max_workers=2) as background:
-            started = _start_cluster_reads(holder, background)
-            _poll_logins(holder)
-            _finish_cluster_reads(started)
-        # Once the states, the scripts' reason lines and GPU warnings are saved; also those a
-        # failing mail server left for later.
+        if self.request.called_directly or self.request.is_eager:
+            _poll_everything_here(self.request.id or str(uuid.uuid4()))
+        else:
+            _send_polls()
         mail.send_due()
     except DATABASE_GONE as error:
-        # The database went away (a restart): what a poll read was saved in one transaction or
-        # not at all. The same task runs again, polls what is due and takes its holds back;
-        # logins it polled already are polled again, which changes nothing twice.
         if self.request.called_directly or self.request.retries >= self.max_retries:
             raise  # beat's next polls take over, once the holds expire
         logger.warning("Polling stopped on the database, trying again: %s", error)
         raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
 
 
-def _poll_logins(holder: str) -> None:
-    for account in _logins_to_poll(timezone.now()):
-        if not _hold_for_polling(account, holder):
-            continue  # another worker polls it right now
-        began = time.monotonic()
+def _send_polls() -> None:
+    # A task still queued once its login's hold has expired is dropped: the login was sent again.
+    options = {"queue": settings.POLL_QUEUE, "expires": polling.POLL_HOLD_SECONDS}
+    sent = 0
+    for cluster in cluster_load.clusters_to_read():
+        read_cluster_load.apply_async([cluster.pk], **options)
+    for account in polling.due_logins(timezone.now()):
+        task_id = str(uuid.uuid4())
+        if not polling.hold(account.pk, task_id):
+            continue  # its poll is still queued or running
         try:
-            _poll(account)
-            # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
-            # workers never poll one login at once.
-            logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
-        finally:
-            with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
-                ClusterAccount.objects.filter(pk=account.pk).update(polled_until=None)
+            poll_login.apply_async([account.pk], task_id=task_id, **options)
+        except BrokerUnreachable as error:
+            polling.release(account.pk, task_id)
+            logger.warning("The task queue did not take the polls: %s", error)
+            return
+        sent += 1
+    logger.debug("Sent %d polls", sent)
+
+
+@shared_task(name="jobs.tasks.poll_login", bind=True, max_retries=len(RETRY_DELAYS))
+def poll_login(self, account_id: int) -> None:
+    """One login's poll (jobs.polling.poll_login), under the hold its dispatcher took for it;
+    a poll cut short by the database going away is tried again by the same task, which takes
+    its own hold back at once."""
+    holder = self.request.id or str(uuid.uuid4())
+    try:
+        account = ClusterAccount.objects.select_related("cluster").filter(pk=account_id).first()
+        if account is None:
+            return  # the login was deleted meanwhile
+        changed = polling.poll_login(account, holder)
+    except DATABASE_GONE as error:
+        # What a poll read was saved in one transaction or not at all; polled again, the jobs
+        # it saved change nothing twice.
+        if self.request.called_directly or self.request.retries >= self.max_retries:
+            raise  # the hold expires and beat sends the login again
+        logger.warning("Polling stopped on the database, trying again: %s", error)
+        raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
+    if changed:
+        mail.send_due()  # a job started or ended: its owner hears now, not at the next beat
+
+
+@shared_task(name="jobs.tasks.read_cluster_load")
+def read_cluster_load(cluster_id: int) -> None:
+    """A cluster's GPUs and pending queue (jobs.cluster.cluster_load), once per cycle whatever
+    the number of workers: the first task to hold it reads it, the others find it read."""
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    taken = cluster_load.take(cluster, str(uuid.uuid4())) if cluster else None
+    if taken is not None:
+        load, account = taken
+        cluster_load.finish(load, cluster, lambda: remote.read_load(account))
+
+
+def _poll_everything_here(holder: str) -> None:
+    with ThreadPoolExecutor(max_workers=2) as background:
+        started = _start_cluster_reads(holder, background)
+        for account in polling.due_logins(timezone.now(), on_schedule=False):
+            polling.poll_login(account, holder)
+        _finish_cluster_reads(started)
 
 
 def _start_cluster_reads(holder: str, background: ThreadPoolExecutor) -> list[tuple]:
@@ -222,122 +261,3 @@ def _finish_cluster_reads(started: list[tuple]) -> None:
             raise
         except Exception:
             logger.exception("The GPUs of %s were not read", cluster)
-
-
-def _hold_for_polling(account: ClusterAccount, task_id: str) -> bool:
-    """Takes the login for this poll, for POLL_HOLD_SECONDS at most: a worker that dies while
-    polling holds it no longer than that. The task that holds it may take it again."""
-    now = timezone.now()
-    free = Q(polled_until__isnull=True) | Q(polled_until__lt=now) | Q(polled_by=task_id)
-    until = now + timedelta(seconds=POLL_HOLD_SECONDS)
-    held = ClusterAccount.objects.filter(free, pk=account.pk)
-    return held.update(polled_until=until, polled_by=task_id) == 1
-
-
-def _poll(account: ClusterAccount) -> None:
-    now = timezone.now()
-    history_since = history.window(account, now)
-    # The history's sacct and squeue run while the login's own squeue and sacct do, on the same
-    # connection: the poll waits for the longer of the two, not for both (bench/poll.py).
-    with ThreadPoolExecutor(max_workers=1) as background:
-        reading = (
-            background.submit(remote.history_since, account, history_since)
-            if history_since is not None
-            else None
-        )
-        jobs = _poll_states(account)
-        if reading is not None and (found := _save_history(account, reading, history_since, now)):
-            # Accounting lists an array's tasks only once they start: the queue has the rest.
-            _poll_states(account, found)
-    if jobs is None:
-        return  # the login did not answer: its jobs are stale
-    _say_why_scripts_stopped(account)
-    # GPU samples are read with the states they belong to; failing to read them marks no job
-    # stale (the states are fresh) and costs nothing but a retry next poll.
-    try:
-        sample_files.collect(account, [job for job in jobs if not job.is_outside])
-    except ClusterError as error:
-        logger.warning("GPU samples of %s not read: %s", account, error.message)
-    except DATABASE_GONE:
-        raise  # the whole poll is tried again (poll_clusters)
-    except Exception:
-        # One login's bad data must not stop the others' polls.
-        logger.exception("GPU samples of %s not stored", account)
-
-
-def _poll_states(account: ClusterAccount, jobs: list[Job] | None = None) -> list[Job] | None:
-    """squeue and sacct for the login's active jobs (or `jobs`); None when the login did not
-    answer."""
-    if jobs is None:
-        jobs = list(account.jobs.filter(state__in=JobState.active()))
-    if jobs:
-        try:
-            since = min(job.submitted or job.created for job in jobs)
-            snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
-        except ClusterError:
-            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
-            return None
-        tracking.apply(snapshot, jobs)
-    return jobs
-
-
-def _unexplained_stops(since) -> dict:
-    """Jobs whose script stopped itself lately and whose reason is not read yet."""
-    return {
-        "state": JobState.FAILED,
-        "exit_code": STOP_STATUS,
-        "message": "",
-        "ended__gte": since,
-        "origin": JobOrigin.PORTAL,  # only the portal's scripts say why in their stderr
-    }
-
-
-def _save_history(account: ClusterAccount, reading: Future, since, now) -> list[Job]:
-    """The user's jobs from accounting, those submitted outside the portal included
-    (jobs.cluster.history); a failed read is tried again at the next poll, and stops nothing."""
-    try:
-        found = history.save(account, reading.result(), since, now)
-    except ClusterError as error:
-        logger.warning("Jobs of %s not read from accounting: %s", account, error.message)
-        return []
-    except DATABASE_GONE:
-        raise  # the whole poll is tried again (poll_clusters)
-    except Exception:
-        logger.exception("Jobs of %s not read from accounting", account)
-        return []
-    if found:
-        logger.debug("Found %d jobs of %s in its accounting", len(found), account)
-    return found
-
-
-def _say_why_scripts_stopped(account: ClusterAccount) -> None:
-    """A portal script that stopped itself (no data, a variable the site did not set) said why in
-    one line of its stderr: that line becomes the job's message. One read per such job; a read
-    that fails is tried again at the next poll, for as long as GPU samples are."""
-    since = timezone.now() - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
-    for job in account.jobs.filter(**_unexplained_stops(since)):
-        try:
-            line = remote.stop_line(job)
-        except ClusterError as error:
-            logger.warning("Why job %s stopped was not read: %s", job.pk, error.message)
-            continue
-        if line:
-            job.message = line
-            Job.objects.filter(pk=job.pk).update(message=line)
-
-
-def _logins_to_poll(now) -> QuerySet[ClusterAccount]:
-    active = Q(jobs__state__in=JobState.active())
-    # A job that ended lately may have its sampler's last lines still to read.
-    since = now - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
-    unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
-    return (
-        ClusterAccount.objects.filter(
-            active
-            | unread
-            | Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
-            | history.due(now)
-        )
-        .select_related("cluster")
-        .distinct()
-    )

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from guidance.engine.efficiency import apply_suggestions
-from jobs import tasks
+from jobs import polling, tasks
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose.forms import ComposeForm
@@ -59,6 +59,8 @@ def jobs(request: HttpRequest) -> HttpResponse:
     }
     if request.htmx and not ctx["watching"]:
         return HttpResponseStopPolling()
+    if ctx["watching"]:
+        polling.wake(owner=request.user)  # its jobs are polled every beat while it looks
     return render(request, "jobs/jobs.html#rows" if request.htmx else "jobs/jobs.html", ctx)
 
 
@@ -66,6 +68,8 @@ def jobs(request: HttpRequest) -> HttpResponse:
 @require_safe
 def job(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_job_for_user(request, pk)
+    if not obj.is_final and obj.account_id:
+        polling.wake(pk=obj.account_id)  # polled every beat while its owner looks
     ctx = {"job": obj, "events": obj.events.all(), "tasks": obj.tasks.all()}
     if request.htmx:
         response = render(request, "jobs/job.html#status", ctx)

@@ -223,6 +223,13 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celery-beat-schedule")
 # How often the worker asks each cluster login with active jobs what became of them: one squeue
 # and one sacct per login, whatever the number of jobs or of people watching.
 POLL_SECONDS = env_int("POLL_SECONDS", 10, minimum=1)
+# A login whose jobs did not change is polled less often: twice the wait after each quiet poll,
+# up to this; a change, a submission or its owner opening a job page brings it back to
+# POLL_SECONDS. At most POLL_SECONDS turns the back-off off.
+POLL_MAX_SECONDS = env_int("POLL_MAX_SECONDS", 6 * POLL_SECONDS, minimum=1)
+# Beat sends each login's poll to this queue, so that submissions (the default queue, "celery")
+# never wait behind polls: run a worker for each, or one with `--queues celery,poll`.
+POLL_QUEUE = env_str("POLL_QUEUE", "poll")
 # How long "Could it start sooner?" waits for Slurm's estimates of every change, asked at once.
 SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
 # Every login's jobs are also read from Slurm's accounting, those submitted outside the portal
@@ -230,13 +237,17 @@ SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
 # most once every HISTORY_READ_SECONDS (one sacct per login). 0 turns it off: the portal then
 # knows only the jobs it submitted.
 HISTORY_DAYS = env_int("HISTORY_DAYS", 14, minimum=0, maximum=366)
-HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", POLL_SECONDS, minimum=1)
+HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", 6 * POLL_SECONDS, minimum=1)
 # A submission's task holds its job this long after its last attempt began; one silent for longer
 # was lost (a worker killed as it took it: the default broker has already deleted the message),
 # and the sweep hands the job to a worker again. Longer than an attempt and its retries take.
 SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
 # How often beat's sweep looks for such jobs, and for ones the broker did not take (Redis down).
 SUBMIT_SWEEP_SECONDS = env_int("SUBMIT_SWEEP_SECONDS", 60, minimum=1)
+CELERY_TASK_ROUTES = {
+    "jobs.tasks.poll_login": {"queue": POLL_QUEUE},
+    "jobs.tasks.read_cluster_load": {"queue": POLL_QUEUE},
+}
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
     "sweep-submissions": {"task": "jobs.tasks.sweep_submissions", "schedule": SUBMIT_SWEEP_SECONDS},

@@ -20,6 +20,7 @@ from tests.devcluster import DevCluster
 from tests.processes import python
 from tests.services import need_postgresql_for_workers
 from tests.workers import (
+    POLL_AND_DEFAULT,
     OwnRedis,
     held_job,
     own_redis_server,
@@ -57,6 +58,7 @@ def test_every_submission_reaches_slurm_once_across_a_redis_restart(
         SUBMIT_LEASE_SECONDS="60" if own_redis.persistence else "6",
         SUBMIT_SWEEP_SECONDS=str(SWEEP_SECONDS),
         POLL_SECONDS="1",
+        POLL_MAX_SECONDS="1",
     )
     jobs = [held_job(account) for _ in range(2)]
     persistent = bool(own_redis.persistence)
@@ -69,7 +71,7 @@ def test_every_submission_reaches_slurm_once_across_a_redis_restart(
         own_redis.start()
         assert own_redis.queued() == (2 if persistent else 0)
 
-        with worker(env, tmp_path / "worker.log", "celery", "--beat", "--concurrency=2"):
+        with worker(env, tmp_path / "worker.log", POLL_AND_DEFAULT, "--beat", "--concurrency=2"):
             for job in jobs:
                 wait(lambda job=job: _submitted(job), 30, f"job {job.pk} to be submitted")
             log = (tmp_path / "worker.log").read_text()

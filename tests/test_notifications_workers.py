@@ -15,7 +15,16 @@ from tests.devcluster import DevCluster
 from tests.processes import start_python
 from tests.services import need_postgresql_for_workers
 from tests.test_jobs_cluster import _job
-from tests.workers import OwnRedis, own_redis_server, print_logs, stop, wait, worker, worker_env
+from tests.workers import (
+    POLL_AND_DEFAULT,
+    OwnRedis,
+    own_redis_server,
+    print_logs,
+    stop,
+    wait,
+    worker,
+    worker_env,
+)
 
 pytestmark = [pytest.mark.service, pytest.mark.django_db(transaction=True)]
 
@@ -42,7 +51,12 @@ def test_two_workers_tell_each_event_once(
     NotificationDefaults.objects.create(owner=owner, on_start=True)
     outbox = tmp_path / "mail"
     env = worker_env(
-        tmp_path, own_redis.url, POLL_SECONDS="1", EMAIL_BACKEND="file", EMAIL_FILE_PATH=str(outbox)
+        tmp_path,
+        own_redis.url,
+        POLL_SECONDS="1",
+        POLL_MAX_SECONDS="1",
+        EMAIL_BACKEND="file",
+        EMAIL_FILE_PATH=str(outbox),
     )
     job = _job(local_login, "sleep 4; exit 3")
     tasks.submit_job.apply(args=[job.pk])
@@ -51,8 +65,8 @@ def test_two_workers_tell_each_event_once(
     beat = None
     try:
         with (
-            worker(env, tmp_path / "first.log", "celery", "-n", "first@%h", *options),
-            worker(env, tmp_path / "second.log", "celery", "-n", "second@%h", *options),
+            worker(env, tmp_path / "first.log", POLL_AND_DEFAULT, "-n", "first@%h", *options),
+            worker(env, tmp_path / "second.log", POLL_AND_DEFAULT, "-n", "second@%h", *options),
         ):
             beat = start_python(
                 env, tmp_path / "beat.log", "-m", "celery", "-A", "portal", "beat",

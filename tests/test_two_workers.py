@@ -19,6 +19,7 @@ from tests.devcluster import DevCluster
 from tests.processes import start_python
 from tests.services import need_postgresql_for_workers
 from tests.workers import (
+    POLL_AND_DEFAULT,
     OwnRedis,
     held_job,
     own_redis_server,
@@ -53,7 +54,7 @@ def test_two_workers_never_poll_a_login_at_once_nor_submit_twice(
 ) -> None:
     need_postgresql_for_workers()
     account = local_login
-    env = worker_env(tmp_path, own_redis.url, POLL_SECONDS="1")
+    env = worker_env(tmp_path, own_redis.url, POLL_SECONDS="1", POLL_MAX_SECONDS="1")
     waiting = [held_job(account) for _ in range(3)]
     for job in waiting:
         tasks.submit_job.apply(args=[job.pk])
@@ -62,8 +63,8 @@ def test_two_workers_never_poll_a_login_at_once_nor_submit_twice(
     beat = None
     try:
         with (
-            worker(env, tmp_path / "first.log", "celery", *_worker_options("first")),
-            worker(env, tmp_path / "second.log", "celery", *_worker_options("second")),
+            worker(env, tmp_path / "first.log", POLL_AND_DEFAULT, *_worker_options("first")),
+            worker(env, tmp_path / "second.log", POLL_AND_DEFAULT, *_worker_options("second")),
         ):
             beat = start_python(
                 env, tmp_path / "beat.log", "-m", "celery", "-A", "portal", "beat",
@@ -107,9 +108,7 @@ def test_two_workers_never_poll_a_login_at_once_nor_submit_twice(
 
 
 def _polled_by_both(folder: Path) -> bool:
-    return all(
-        "poll_clusters[" in (folder / name).read_text() for name in ("first.log", "second.log")
-    )
+    return all("poll_login[" in (folder / name).read_text() for name in ("first.log", "second.log"))
 
 
 def _polls(folder: Path) -> list[tuple[str, datetime, datetime]]:

@@ -23,6 +23,9 @@ from tests.devcluster import DevCluster
 from tests.processes import portal_env, start_python
 from tests.services import service_missing
 
+# Both of the portal's queues: submissions (Celery's default) and beat's polls.
+POLL_AND_DEFAULT = "celery,poll"
+
 
 def worker_env(folder: Path, broker_url: str, **overrides: str) -> dict[str, str]:
     """The portal's environment for workers that share the test database, on `broker_url`; with
@@ -48,7 +51,7 @@ def database_url() -> str:
 
 @contextmanager
 def worker(
-    env: dict[str, str], log: Path, queue: str = "celery", *options: str
+    env: dict[str, str], log: Path, queue: str = POLL_AND_DEFAULT, *options: str
 ) -> Iterator[subprocess.Popen]:
     """A worker in a session of its own, stopped (then killed) when the block ends."""
     process = start_python(
@@ -150,7 +153,8 @@ class OwnRedis:
         self.process.wait()
 
     def queued(self) -> int:
-        return redis.Redis.from_url(self.url).llen("celery")
+        client = redis.Redis.from_url(self.url)
+        return sum(client.llen(queue) for queue in POLL_AND_DEFAULT.split(","))
 
 
 def _answers(client: redis.Redis) -> bool:

@@ -70,7 +70,8 @@ def _state(row: QueuedJob | AccountedJob) -> JobState:
 
 
 @transaction.atomic  # a poll cut short (the database restarting) saves nothing of it
-def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
+def apply(snapshot: Snapshot, jobs: list[Job]) -> list[Job]:
+    """Saves what the snapshot says of `jobs`; returns those that changed."""
     now = timezone.now()
     by_parent: dict[str, list] = {}
     for row in snapshot.accounting:
@@ -93,6 +94,7 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> None:
     Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
     record.state_changes(changed, states_before)  # in this transaction: once, or not at all
     Job.objects.filter(pk__in=[job.pk for job in jobs]).update(polled=now, stale=False)
+    return changed
 
 
 def _is_of(job: Job, row: tuple) -> bool:

@@ -25,7 +25,7 @@ def _commands(address: str) -> dict[str, list[str]]:
         # The worker does not reload on code changes: restart `make run` after editing tasks.
         "worker": [
             sys.executable, "-m", "celery", "-A", "portal", "worker", "--beat",
-            "--loglevel=INFO", "--concurrency=2",
+            "--queues", f"celery,{settings.POLL_QUEUE}", "--loglevel=INFO", "--concurrency=2",
         ],
     }  # fmt: skip
 

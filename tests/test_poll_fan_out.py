@@ -1,0 +1,183 @@
+# Beat's poll fans out: one task per due login on the poll queue, never a second one for a login
+# whose poll is still queued, and submissions (the default queue) never wait behind polls. A login
+# whose jobs stay as they are is polled less and less often, until its owner looks or submits.
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from jobs import polling, tasks
+from jobs.models import ClusterAccount, Job, JobState
+from portal.celery import app
+from tests.devcluster import DevCluster
+from tests.services import need_postgresql_for_workers
+from tests.workers import (
+    OwnRedis,
+    held_job,
+    own_redis_server,
+    print_logs,
+    slurm_jobs,
+    state_of,
+    wait,
+    worker,
+    worker_env,
+)
+
+LOGINS = 4
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path):
+    yield from own_redis_server(tmp_path, persistent=False)
+
+
+@pytest.fixture
+def logins(devcluster, seeded, django_user_model) -> list[ClusterAccount]:
+    """LOGINS portal users, each with a login of its own (its own key) on the dev cluster."""
+    names = [f"fan{i}-{uuid.uuid4().hex[:6]}" for i in range(LOGINS)]
+    for name in names:
+        django_user_model.objects.create_user(name, password="fan-out-password")
+    call_command("register_devcluster", *names, stdout=open("/dev/null", "w"))  # noqa: SIM115
+    return list(ClusterAccount.objects.filter(owner__username__in=names).select_related("cluster"))
+
+
+def _queued_tasks(url: str, queue: str) -> list[str]:
+    """The task names of the messages waiting in `queue`, oldest first."""
+    client = redis.Redis.from_url(url)
+    messages = [json.loads(raw) for raw in client.lrange(queue, 0, -1)]
+    return [message["headers"]["task"] for message in reversed(messages)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_polls_go_to_their_own_queue_once_per_login_and_submissions_do_not_wait(
+    logins: list[ClusterAccount], devcluster: DevCluster, own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    need_postgresql_for_workers()
+    jobs = [held_job(account) for account in logins]
+    for job in jobs:
+        tasks.submit_job.apply(args=[job.pk])
+    env = worker_env(tmp_path, own_redis.url)
+    try:
+        # Only a worker of the default queue: beat's dispatches run there, the polls they send wait.
+        with worker(env, tmp_path / "default.log", "celery", "--concurrency=1"):
+            with app.connection_for_write(own_redis.url) as conn:
+                for _ in range(5):
+                    tasks.poll_clusters.apply_async(connection=conn)
+            wait(lambda: own_redis.queued() >= LOGINS and _default_empty(own_redis), 30, "5 beats")
+            polls = [
+                t for t in _queued_tasks(own_redis.url, "poll") if t == "jobs.tasks.poll_login"
+            ]
+            # Five beats, one poll per login: the four later ones found each login held.
+            assert len(polls) == LOGINS
+
+            # A submission goes through while the polls wait: it is not queued behind them.
+            late = held_job(logins[0])
+            with app.connection_for_write(own_redis.url) as conn:
+                tasks.submit_job.apply_async([late.pk], connection=conn)
+            wait(lambda: Job.objects.filter(pk=late.pk).exclude(slurm_id="").exists(), 30, "sbatch")
+            jobs.append(late)
+            assert (
+                Job.objects.filter(pk__in=[j.pk for j in jobs], polled__isnull=False).count() == 0
+            )
+
+        # A worker of the poll queue takes them: every login polled, each job shown as waiting.
+        with worker(env, tmp_path / "poll.log", "poll", "--concurrency=2"):
+            wait(lambda: own_redis.queued() == 0, 60, "the polls taken")
+            wait(lambda: _all_polled(jobs), 30, "every login's jobs polled")
+        for job in jobs:
+            job.refresh_from_db()
+            assert job.state == JobState.PENDING
+            assert job.reason == "JobHeldUser"
+        held = ClusterAccount.objects.filter(
+            pk__in=[a.pk for a in logins], polled_until__isnull=False
+        )
+        assert not held.exists(), "a poll that ended gave its login back"
+    except BaseException:
+        print_logs(tmp_path)
+        raise
+    finally:
+        ids = [i for job in jobs for i in slurm_jobs(devcluster, job)]
+        if ids:
+            devcluster.ssh(f"scancel {' '.join(ids)}")
+
+
+def _default_empty(server: OwnRedis) -> bool:
+    return redis.Redis.from_url(server.url).llen("celery") == 0
+
+
+def _polled(job: Job) -> bool:
+    return Job.objects.filter(pk=job.pk, polled__isnull=False).exists()
+
+
+def _all_polled(jobs: list[Job]) -> bool:
+    return all(_polled(job) for job in jobs)
+
+
+def _due(account: ClusterAccount) -> bool:
+    return polling.due_logins(timezone.now()).filter(pk=account.pk).exists()
+
+
+def _poll(account: ClusterAccount) -> float | None:
+    """Polls the login as a worker does; the seconds until its next poll (None: next beat)."""
+    account.refresh_from_db()
+    polling.poll_login(account, "test")
+    account.refresh_from_db()
+    if account.poll_after is None:
+        return None
+    return round((account.poll_after - timezone.now()).total_seconds())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_login_whose_jobs_stay_waiting_is_polled_less_often_until_its_owner_looks(
+    local_login: ClusterAccount, devcluster: DevCluster, user_client: Client, settings
+) -> None:
+    settings.POLL_SECONDS, settings.POLL_MAX_SECONDS = 10, 60
+    account = local_login
+    job = held_job(account)
+    made = [job]
+    try:
+        tasks.submit_job.apply(args=[job.pk])
+        job.refresh_from_db()
+        assert _poll(account) is None  # it went from submitted to held: a change
+        # Nothing changes: each poll waits twice as long as the last, up to POLL_MAX_SECONDS.
+        assert [_poll(account) for _ in range(4)] == [20, 40, 60, 60]
+        assert not _due(account), "beat skips it until its wait is over"
+        assert polling.due_logins(timezone.now(), on_schedule=False).filter(pk=account.pk)
+
+        # Its owner opens the job's page: polled at the next beat again.
+        assert user_client.get(f"/jobs/{job.pk}/").status_code == 200
+        assert _due(account)
+        assert _poll(account) == 20
+
+        # A change on the cluster shows at the next poll, and resets the wait.
+        devcluster.ssh(f"scancel {job.slurm_id}")
+        assert _poll(account) is None  # squeue's word first ("Completing"), then sacct's
+        wait(lambda: _poll(account) is None and state_of(job) == JobState.CANCELLED, 30, "sacct")
+
+        # A submission wakes its login too.
+        made.append(held_job(account))
+        tasks.submit_job.apply(args=[made[-1].pk])
+        assert _poll(account) is None
+        assert _poll(account) == 20 and not _due(account)
+        made.append(held_job(account))
+        tasks.submit_job.apply(args=[made[-1].pk])
+        assert _due(account)
+    finally:
+        ids = [i for each in made for i in slurm_jobs(devcluster, each)]
+        if ids:
+            devcluster.ssh(f"scancel {' '.join(ids)}")
+
+
+@pytest.mark.django_db
+def test_without_back_off_every_login_is_polled_at_every_beat(local_login, settings) -> None:
+    settings.POLL_SECONDS, settings.POLL_MAX_SECONDS = 10, 10
+    for _ in range(3):
+        polling.back_off(local_login, changed=False, now=timezone.now())
+    local_login.refresh_from_db()
+    assert local_login.poll_after is None
