@@ -20,13 +20,15 @@ RUNS = 5
 @contextlib.contextmanager
 def without_additions(tasks):
     """The cycle as it was before it also read the whole cluster and the login's history."""
-    start_reads, history_window = tasks._start_cluster_reads, tasks.history.window
+    from jobs.cluster import history
+
+    start_reads, history_window = tasks._start_cluster_reads, history.window
     tasks._start_cluster_reads = lambda holder, background: []
-    tasks.history.window = lambda account, now: None
+    history.window = lambda account, now: None
     try:
         yield
     finally:
-        tasks._start_cluster_reads, tasks.history.window = start_reads, history_window
+        tasks._start_cluster_reads, history.window = start_reads, history_window
 
 
 def one_cycle(tasks, gateway, counting) -> tuple[float, int]:
