@@ -211,7 +211,8 @@ def _start(env: dict[str, str], work: Path) -> list[subprocess.Popen]:
     commands = [
         [PYTHON, "-m", "gunicorn", "portal.wsgi", "--bind", f"127.0.0.1:{PORT}",
          "--workers", str(2 * cores + 1), "--access-logfile", "-"],
-        [PYTHON, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--loglevel=WARNING"],
+        [PYTHON, "-m", "celery", "-A", "portal", "worker", "--queues", "celery,poll",
+         "--pool=solo", "--loglevel=WARNING"],
         [PYTHON, "-m", "celery", "-A", "portal", "beat", "--loglevel=WARNING",
          "--schedule", str(work / "beat-schedule")],
     ]  # fmt: skip
