@@ -16,6 +16,7 @@ from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import PageNumberPagination, paginate
 
 from guidance.models import Cluster
+from jobs import polling
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import sending, submit
@@ -207,7 +208,10 @@ def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
     summary="One job: its state and why, its wait, GPU use, efficiency and events",
 )
 def job(request: HttpRequest, job_id: int) -> Job:
-    return _get_job_for_user(request, job_id)
+    found = _get_job_for_user(request, job_id)
+    if not found.is_final:
+        polling.wake(pk=found.account_id)  # polled every beat while a client follows it
+    return found
 
 
 @router.post(

@@ -3,12 +3,14 @@ do, and nobody else's; at the end, the whole loop on the real dev cluster throug
 (submission task and polls run in-process, as in test_jobs_cluster.py)."""
 
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from guidance.models import Cluster
 from jobs import tasks
-from jobs.models import Job, JobOrigin, JobState, no_login
+from jobs.models import ClusterAccount, Job, JobOrigin, JobState, no_login
 from portal.models import ApiToken
 from tests.test_api_script import JOB as COMPOSED
 from tests.test_job_pages import _account
@@ -391,3 +393,20 @@ def test_a_cluster_that_cannot_be_reached_is_said_in_words(
         cluster.login_port = port
         cluster.save(update_fields=["login_port"])
     assert client.post(f"/api/v1/jobs/{job_id}/cancel", headers=_auth(secret)).status_code == 202
+
+
+def test_following_a_waiting_job_through_the_api_polls_its_login_at_every_beat(
+    client, secret, job, account
+) -> None:
+    later = timezone.now() + timedelta(seconds=60)
+    ClusterAccount.objects.filter(pk=account.pk).update(quiet_polls=3, poll_after=later)
+    assert client.get(f"/api/v1/jobs/{job.pk}", headers=_auth(secret)).status_code == 200
+    account.refresh_from_db()
+    assert (account.quiet_polls, account.poll_after) == (0, None)
+
+    # A job that has ended needs no poll: following it wakes nothing.
+    Job.objects.filter(pk=job.pk).update(state=JobState.COMPLETED)
+    ClusterAccount.objects.filter(pk=account.pk).update(quiet_polls=3, poll_after=later)
+    assert client.get(f"/api/v1/jobs/{job.pk}", headers=_auth(secret)).status_code == 200
+    account.refresh_from_db()
+    assert account.quiet_polls == 3
