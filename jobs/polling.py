@@ -88,13 +88,18 @@ def back_off(account: ClusterAccount, changed: bool, now: datetime) -> None:
     account.quiet_polls, account.poll_after = quiet, after
 
 
-def poll_login(account: ClusterAccount, holder: str) -> bool:
+def poll_login(account: ClusterAccount, holder: str, *, states_read: bool = False) -> bool:
     """Polls one login under its hold and schedules its next poll; nothing when another poll
-    holds it. Whether any of its jobs changed."""
+    holds it. Whether any of its jobs changed. `states_read`: a cluster-wide reader has read its
+    jobs' states already (jobs.cluster.reader_poll): only its files are read, over SSH but with no
+    Slurm command."""
     if not hold(account.pk, holder):
         return False
     began = time.monotonic()
     try:
+        if states_read:
+            _read_files(account, list(account.jobs.filter(state__in=JobState.active())))
+            return False
         changed = _poll(account)
         back_off(account, changed, timezone.now())
         # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
@@ -124,6 +129,25 @@ def _poll(account: ClusterAccount) -> bool:
             changed = True
     if jobs is None:
         return False  # the login did not answer: its jobs are stale
+    _read_files(account, jobs)
+    return changed
+
+
+def with_files_to_read(accounts: list[ClusterAccount], now: datetime) -> list[ClusterAccount]:
+    """Those of `accounts` with GPU samples or a stopped script's reason to read."""
+    since = now - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
+    started = Q(jobs__state__in=JobState.active(), jobs__started__isnull=False)
+    running = started & Q(jobs__origin=JobOrigin.PORTAL)  # outside jobs have no sampler
+    unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
+    stopped = Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
+    pks = [account.pk for account in accounts]
+    reading = ClusterAccount.objects.filter(running | unread | stopped, pk__in=pks).distinct()
+    wanted = set(reading.values_list("pk", flat=True))
+    return [account for account in accounts if account.pk in wanted]
+
+
+def _read_files(account: ClusterAccount, jobs: list[Job]) -> None:
+    """What a poll reads besides Slurm's answers: stopped scripts' reasons and GPU samples."""
     _say_why_scripts_stopped(account)
     # GPU samples are read with the states they belong to; failing to read them marks no job
     # stale (the states are fresh) and costs nothing but a retry next poll.
@@ -136,7 +160,6 @@ def _poll(account: ClusterAccount) -> bool:
     except Exception:
         # One login's bad data must not stop the others' polls.
         logger.exception("GPU samples of %s not stored", account)
-    return changed
 
 
 def _poll_states(account: ClusterAccount, jobs: list[Job] | None = None) -> tuple:
