@@ -88,6 +88,10 @@ def no_login(cluster, to: str) -> str:
     return f"Set up your login on {cluster.name} {to}."
 
 
+# A Unix user name on a cluster, as the portal accepts it for a login.
+UNIX_NAME = RegexValidator(r"\A[a-z_][a-z0-9_.-]{0,31}\Z")
+
+
 class ClusterAccount(models.Model):
     """A user's login on a cluster, with the key pair the portal made for it."""
 
@@ -95,9 +99,7 @@ class ClusterAccount(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cluster_accounts"
     )
     cluster = models.ForeignKey("guidance.Cluster", on_delete=models.CASCADE)
-    username = models.CharField(
-        max_length=32, validators=[RegexValidator(r"\A[a-z_][a-z0-9_.-]{0,31}\Z")]
-    )
+    username = models.CharField(max_length=32, validators=[UNIX_NAME])
     public_key = models.TextField()
     # The key is taken only on the cluster's automation node, as the portal's wrapper's forced
     # command: commands without a shell around them, and no SFTP (jobs.cluster.command_files).
@@ -654,3 +656,31 @@ class ProgramCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entry} of {self.job}"
+
+
+class ClusterReader(models.Model):
+    """A cluster's read-only service login, which an admin sets up where the site gives the
+    portal one: each poll cycle reads every portal user's jobs on the cluster through it, with
+    the same few Slurm commands whatever the number of users (jobs.cluster.reader_poll). The
+    portal makes its key pair, or an admin pastes the site's; the private half is kept as the
+    users' are."""
+
+    cluster = models.OneToOneField(
+        "guidance.Cluster", on_delete=models.CASCADE, related_name="reader"
+    )
+    username = models.CharField(
+        max_length=32, validators=[UNIX_NAME], help_text="The service login's Unix user name."
+    )
+    public_key = models.TextField(editable=False)
+    # Fernet-encrypted (jobs.cluster.keys): never shown, never logged.
+    private_key_encrypted = models.TextField(editable=False)
+    enabled = models.BooleanField(
+        default=True, help_text="Off: every login's jobs are read through that login, one by one."
+    )
+    # The worker that reads through it now, and until when: two workers never read one cluster
+    # at once. The task that holds it may take it back at once (run again after a failure).
+    reading_until = models.DateTimeField(null=True, blank=True, editable=False)
+    read_by = models.CharField(max_length=64, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.username}@{self.cluster.slug} (reader)"

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -36,6 +37,30 @@ def generate_keypair(comment: str = DEFAULT_COMMENT) -> KeyPair:
     if not _COMMENT.fullmatch(comment):
         raise ValueError(f"Key comment {comment!r} must be words of letters, digits and @.:+-_")
     private = Ed25519PrivateKey.generate()
+    pem = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    ).decode()
+    public = private.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    return KeyPair(private_pem=pem, public_line=f"{public.decode()} {comment}")
+
+
+def pair_of(private_text: str, comment: str = DEFAULT_COMMENT) -> KeyPair:
+    """The pair of an unencrypted private key a site handed an admin (OpenSSH or PEM text).
+    Raises ValueError, whose message never quotes the key."""
+    data = private_text.strip().encode() + b"\n"
+    private = None
+    for load in (serialization.load_ssh_private_key, serialization.load_pem_private_key):
+        try:
+            private = load(data, password=None)
+            break
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            continue
+    if private is None or not hasattr(private, "public_key"):
+        raise ValueError("Not an unencrypted OpenSSH or PEM private key") from None
     pem = private.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.OpenSSH,

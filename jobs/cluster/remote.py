@@ -6,6 +6,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -14,12 +15,13 @@ from guidance.engine.code_check.entry import Entry
 from guidance.engine.code_check.local_imports import LocalImport, local_imports
 from guidance.engine.data_path import MANY_FILES, PathCheck
 from guidance.engine.shell import split_path
+from guidance.models import Cluster
 from jobs.cluster import command_files, keys
 from jobs.cluster.errors import ClusterError, ErrorKind, slurm_not_answering
 from jobs.cluster.gateway import fetch_host_key, gateway
 from jobs.cluster.login import CommandResult, HostKey, Login
 from jobs.cluster.sftp_files import user_path
-from jobs.models import JOBS_ROOT, ClusterAccount, Job
+from jobs.models import JOBS_ROOT, ClusterAccount, ClusterReader, Job
 from jobs.script_markers import STOP_MARK
 from jobs.slurm.free_gpus import FREE_GPUS_ARGV, NodeGpus, parse_free_gpus
 from jobs.slurm.nodes import (
@@ -31,9 +33,15 @@ from jobs.slurm.nodes import (
     parse_partitions,
 )
 from jobs.slurm.pending import PENDING_ARGV, PendingJob, parse_pending
-from jobs.slurm.sacct import AccountedJob, parse_sacct, sacct_argv
+from jobs.slurm.sacct import (
+    SACCT_FIELDS_WITH_USER,
+    AccountedJob,
+    parse_sacct,
+    sacct_argv,
+    sacct_users_argv,
+)
 from jobs.slurm.sbatch import TEST_ONLY_ARGV, WouldStart, parse_sbatch, parse_test_only
-from jobs.slurm.squeue import QueuedJob, parse_squeue, squeue_argv
+from jobs.slurm.squeue import QueuedJob, parse_squeue, squeue_argv, unknown_users
 from jobs.slurm.states import SlurmState
 
 TAG_PREFIX = "portal:"
@@ -507,3 +515,79 @@ def _beyond_the_wrapper(
                 "checked."
             )
     return said
+
+
+# -- a cluster-wide reader (jobs.cluster.reader_poll) ------------------------------------------
+
+
+def reader_login(reader: ClusterReader, cluster: Cluster) -> Login:
+    """The cluster's read-only service login, on its login host, with the host key pinned there."""
+    try:
+        private_key = keys.decrypt(reader.private_key_encrypted)
+    except keys.DecryptionError as error:
+        raise ClusterError(ErrorKind.CONFIG, str(error), retryable=False) from None
+    return Login(
+        host=cluster.login_host,
+        port=cluster.login_port,
+        username=reader.username,
+        private_key=private_key,
+        host_key=cluster.host_key,
+    )
+
+
+@dataclass(frozen=True)
+class ClusterRead:
+    """One read of many users' jobs through a cluster's reader; rows say whose they are."""
+
+    queue: list[QueuedJob]  # the jobs of every user asked for, as squeue lists them
+    accounting: list[AccountedJob]  # every job asked for by id, whoever's
+    accounting_down: bool  # that sacct failed: how jobs ended is not known
+    # The history users' accounting since its window; None when not asked, or it failed (why:
+    # history_error).
+    history: list[AccountedJob] | None
+    history_error: str
+    unknown_users: frozenset[str]  # names squeue found to be no users on the cluster
+
+
+def read_cluster(
+    login: Login,
+    users: list[str],
+    slurm_ids: list[str],
+    since: datetime,
+    history_users: list[str],
+    history_since: datetime | None,
+) -> ClusterRead:
+    """Three commands at most for all `users`, however many: squeue of their jobs; sacct of
+    `slurm_ids` (whoever's: the rows say); sacct of `history_users`' accounting from
+    `history_since`, which runs beside the other sacct on the same connection. Raises
+    ClusterError when squeue fails (the controller is down) or the login does not answer."""
+    queue = gateway.run(login, squeue_argv(users))
+    if queue.exit_status != 0:
+        raise slurm_not_answering("squeue", queue.stderr)
+    unknown = frozenset(unknown_users(queue.stderr))
+    # Names that are no users would make this sacct fail for everyone's history.
+    asked = [user for user in history_users if user not in unknown]
+    with ThreadPoolExecutor(max_workers=1) as background:
+        history = None
+        if asked and history_since is not None:
+            window = history_since.astimezone(UTC).replace(tzinfo=None)
+            argv = sacct_users_argv(asked, window)
+            history = background.submit(gateway.run, login, argv)
+        accounting = None
+        if slurm_ids:
+            # An hour's margin for clocks that disagree, as remote.poll has.
+            window = (since - timedelta(hours=1)).astimezone(UTC).replace(tzinfo=None)
+            accounting = gateway.run(login, sacct_users_argv([], window, slurm_ids))
+        read = history.result() if history is not None else None
+    return ClusterRead(
+        parse_squeue(queue.stdout),
+        parse_sacct(accounting.stdout, SACCT_FIELDS_WITH_USER) if accounting else [],
+        accounting_down=accounting is not None and accounting.exit_status != 0,
+        history=(
+            parse_sacct(read.stdout, SACCT_FIELDS_WITH_USER)
+            if read is not None and read.exit_status == 0
+            else None
+        ),
+        history_error=read.stderr.strip() if read is not None and read.exit_status != 0 else "",
+        unknown_users=unknown,
+    )

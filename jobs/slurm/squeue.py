@@ -1,5 +1,7 @@
 """squeue: what is queued or running, and why it waits."""
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -32,9 +34,15 @@ _SQUEUE_FIELDS = (
 SQUEUE_FORMAT = "|".join(code for _, code in _SQUEUE_FIELDS)
 
 
-def squeue_argv(user: str) -> list[str]:
-    """The user's jobs, one line per array task, finished ones included for MinJobAge seconds;
-    --all: also those in partitions the site hides (squeue leaves them out otherwise)."""
+def squeue_argv(user: str | Sequence[str]) -> list[str]:
+    """The user's jobs (or the jobs of several users, for a cluster-wide reader), one line per
+    array task, finished ones included for MinJobAge seconds; --all: also those in partitions
+    the site hides (squeue leaves them out otherwise). A name that is no user on the cluster is
+    left out with a word on stderr (unknown_users), the others' jobs still listed (22.05)."""
+    if not isinstance(user, str):
+        if not user:
+            raise ValueError("squeue_argv needs at least one user")
+        user = ",".join(user)
     return [
         *IN_UTC,
         "squeue",
@@ -45,6 +53,15 @@ def squeue_argv(user: str) -> list[str]:
         f"--user={user}",
         f"--format={SQUEUE_FORMAT}",
     ]
+
+
+# squeue 22.05 on a name in --user that is no user on the cluster; it exits 0 all the same.
+_UNKNOWN_USER = re.compile(r"^squeue: error: Invalid user: (\S+)\s*$", re.MULTILINE)
+
+
+def unknown_users(stderr: str) -> set[str]:
+    """The names in squeue's --user that are no users on the cluster, from what it said."""
+    return set(_UNKNOWN_USER.findall(stderr))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Registers the local Slurm cluster (docker/devcluster) as the cluster "local", and gives portal
 users a login on it: a key the portal makes, added to the lab user's authorized_keys, and to the
-automation node's keys with the constraints such a node sets (restrict, from=, the wrapper)."""
+automation node's keys with the constraints such a node sets (restrict, from=, the wrapper).
+With --reader, also its cluster-wide reader: the read-only service login portalreader, with a key
+the portal makes, added to that user's authorized_keys."""
 
 import subprocess
 from pathlib import Path
@@ -15,7 +17,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.cluster.importer import import_partitions
 from jobs.cluster.remote import host_key, login_for
 from jobs.management.commands.seed_templates import link_seeded_templates
-from jobs.models import ClusterAccount
+from jobs.models import ClusterAccount, ClusterReader
 
 SCRIPT = Path(settings.BASE_DIR) / "docker" / "devcluster" / "devcluster"
 DESCRIPTION = (
@@ -37,8 +39,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("usernames", nargs="*", help="Portal users (default: superusers).")
+        parser.add_argument(
+            "--reader",
+            action="store_true",
+            help="Also read every login's jobs through the cluster's read-only service login.",
+        )
 
-    def handle(self, *args, usernames: list[str], **options) -> None:
+    def handle(self, *args, usernames: list[str], reader: bool = False, **options) -> None:
         env = devcluster_env()
         host, port = env["DEVCLUSTER_HOST"], int(env["DEVCLUSTER_PORT"])
         try:
@@ -72,6 +79,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Cluster 'local': partitions {names}.")
         for account in accounts:
             self.stdout.write(f"{account.owner} logs in as {account}.")
+        if reader:
+            self.stdout.write(f"Jobs are read through {self._reader(cluster, env)}.")
 
     def _guidance(self, cluster: Cluster) -> None:
         # Small nodes: 4 CPUs and 8000 MB for 2 GPUs each.
@@ -131,3 +140,27 @@ class Command(BaseCommand):
                 with automation.open("a") as out:
                     out.write(forced + "\n")
         return account
+
+    def _reader(self, cluster: Cluster, env: dict[str, str]) -> ClusterReader:
+        name = env.get("DEVCLUSTER_READER")
+        if not name:
+            raise CommandError("This dev cluster has no service login: run devcluster up again.")
+        reader = ClusterReader.objects.filter(cluster=cluster).first()
+        if reader is None or reader.username != name:
+            pair = keys.generate_keypair(comment="gpu-portal-reader")
+            reader, _ = ClusterReader.objects.update_or_create(
+                cluster=cluster,
+                defaults={
+                    "username": name,
+                    "public_key": pair.public_line,
+                    "private_key_encrypted": keys.encrypt(pair.private_pem),
+                },
+            )
+        reader.enabled = True
+        reader.save(update_fields=["enabled"])
+        authorized = Path(f"~{name}").expanduser() / ".ssh" / "authorized_keys"
+        line = keys.authorized_keys_line(reader.public_key)
+        if line not in authorized.read_text():
+            with authorized.open("a") as out:
+                out.write(line + "\n")
+        return reader
