@@ -19,7 +19,7 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 from guidance.engine.slurm_refusals import explain_refusal
 from guidance.models import Cluster
 from jobs import polling
-from jobs.cluster import cluster_load, remote
+from jobs.cluster import cluster_load, reader_poll, remote
 from jobs.cluster.errors import ClusterError
 from jobs.gpu.monitoring import with_monitoring
 from jobs.models import ClusterAccount, Job, JobState
@@ -179,28 +179,81 @@ def poll_clusters(self) -> None:
         raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
 
 
-def _send_polls() -> None:
+def _poll_options() -> dict:
     # A task still queued once its login's hold has expired is dropped: the login was sent again.
-    options = {"queue": settings.POLL_QUEUE, "expires": polling.POLL_HOLD_SECONDS}
-    sent = 0
+    return {"queue": settings.POLL_QUEUE, "expires": polling.POLL_HOLD_SECONDS}
+
+
+def _send_polls() -> None:
+    options = _poll_options()
     for cluster in cluster_load.clusters_to_read():
         read_cluster_load.apply_async([cluster.pk], **options)
-    for account in polling.due_logins(timezone.now()):
+    due = list(polling.due_logins(timezone.now()))
+    clusters = {account.cluster for account in due}
+    # A cluster with a reader: one task reads all its logins' jobs, whatever their number.
+    whole = {cluster.pk for cluster in clusters if reader_poll.configured(cluster)}
+    for cluster_id in whole:
+        poll_cluster.apply_async([cluster_id], **options)
+    sent = _send_login_polls([account for account in due if account.cluster_id not in whole])
+    logger.debug("Sent %d polls of logins and %d of whole clusters", sent, len(whole))
+
+
+def _send_login_polls(accounts: list[ClusterAccount], *, states_read: bool = False) -> int:
+    """One poll_login per login that no other poll holds; how many were sent."""
+    sent = 0
+    for account in accounts:
         task_id = str(uuid.uuid4())
         if not polling.hold(account.pk, task_id):
             continue  # its poll is still queued or running
         try:
-            poll_login.apply_async([account.pk], task_id=task_id, **options)
+            poll_login.apply_async(
+                [account.pk], {"states_read": states_read}, task_id=task_id, **_poll_options()
+            )
         except BrokerUnreachable as error:
             polling.release(account.pk, task_id)
             logger.warning("The task queue did not take the polls: %s", error)
-            return
+            break
         sent += 1
-    logger.debug("Sent %d polls", sent)
+    return sent
+
+
+@shared_task(name="jobs.tasks.poll_cluster", bind=True, max_retries=len(RETRY_DELAYS))
+def poll_cluster(self, cluster_id: int) -> None:
+    """Every login's jobs on a cluster with a reader (jobs.cluster.reader_poll), back-off or
+    not: the same few Slurm commands for 10 logins or 1,000. Then the GPU samples and stop lines
+    of those that have some, one poll_login each (SFTP, no Slurm command). A reader that does
+    not answer hands this cycle to the logins' own polls."""
+    holder = self.request.id or str(uuid.uuid4())
+    try:
+        cluster = Cluster.objects.filter(pk=cluster_id).first()
+        if cluster is None:
+            return
+        now = timezone.now()
+        accounts = list(polling.due_logins(now, on_schedule=False).filter(cluster=cluster))
+        if (read := _through_reader(cluster, accounts, now, holder)) is None:
+            _send_login_polls(accounts)
+            return
+        _send_login_polls(polling.with_files_to_read(read, now), states_read=True)
+        mail.send_due()
+    except DATABASE_GONE as error:
+        if self.request.called_directly or self.request.retries >= self.max_retries:
+            raise  # the reader's hold expires and beat sends the cluster again
+        logger.warning("Polling stopped on the database, trying again: %s", error)
+        raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
+
+
+def _through_reader(cluster: Cluster, accounts: list, now, holder: str) -> list | None:
+    """The logins the cluster's reader read (none while another worker reads it); None when the
+    reader did not answer."""
+    try:
+        return reader_poll.poll_cluster(cluster, accounts, now, holder)
+    except ClusterError as error:
+        logger.warning("%s polled login by login: its reader says %s", cluster, error.message)
+        return None
 
 
 @shared_task(name="jobs.tasks.poll_login", bind=True, max_retries=len(RETRY_DELAYS))
-def poll_login(self, account_id: int) -> None:
+def poll_login(self, account_id: int, states_read: bool = False) -> None:
     """One login's poll (jobs.polling.poll_login), under the hold its dispatcher took for it;
     a poll cut short by the database going away is tried again by the same task, which takes
     its own hold back at once."""
@@ -209,7 +262,7 @@ def poll_login(self, account_id: int) -> None:
         account = ClusterAccount.objects.select_related("cluster").filter(pk=account_id).first()
         if account is None:
             return  # the login was deleted meanwhile
-        changed = polling.poll_login(account, holder)
+        changed = polling.poll_login(account, holder, states_read=states_read)
     except DATABASE_GONE as error:
         # What a poll read was saved in one transaction or not at all; polled again, the jobs
         # it saved change nothing twice.
@@ -233,9 +286,20 @@ def read_cluster_load(cluster_id: int) -> None:
 
 
 def _poll_everything_here(holder: str) -> None:
+    now = timezone.now()
     with ThreadPoolExecutor(max_workers=2) as background:
         started = _start_cluster_reads(holder, background)
-        for account in polling.due_logins(timezone.now(), on_schedule=False):
+        due = list(polling.due_logins(now, on_schedule=False))
+        for cluster in {account.cluster for account in due}:
+            if not reader_poll.configured(cluster):
+                continue
+            accounts = [account for account in due if account.cluster_id == cluster.pk]
+            if (read := _through_reader(cluster, accounts, now, holder)) is None:
+                continue
+            for account in polling.with_files_to_read(read, now):
+                polling.poll_login(account, holder, states_read=True)
+            due = [account for account in due if account.cluster_id != cluster.pk]
+        for account in due:
             polling.poll_login(account, holder)
         _finish_cluster_reads(started)
 

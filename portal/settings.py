@@ -247,6 +247,7 @@ SUBMIT_SWEEP_SECONDS = env_int("SUBMIT_SWEEP_SECONDS", 60, minimum=1)
 CELERY_TASK_ROUTES = {
     "jobs.tasks.poll_login": {"queue": POLL_QUEUE},
     "jobs.tasks.read_cluster_load": {"queue": POLL_QUEUE},
+    "jobs.tasks.poll_cluster": {"queue": POLL_QUEUE},
 }
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},

@@ -16,6 +16,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from jobs import tasks
 from jobs.cluster import keys, reader_poll, remote
 from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.cluster.gateway import gateway
@@ -331,3 +332,29 @@ def test_an_admin_pastes_the_sites_key_which_is_stored_encrypted(seeded, staff_c
     staff_client.post(change, {**form, "new_key": "on"})
     reader.refresh_from_db()
     assert reader.public_key.split()[:2] != pair.public_line.split()[:2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beat_reads_a_cluster_with_a_reader_through_it_and_falls_back_to_each_login(
+    reader, local_login, slurm_jobs, devcluster
+):
+    job = _held_job(local_login, slurm_jobs, "through-the-reader")
+    # The login's own key no longer works: only the reader can tell the job is held.
+    own_key = local_login.private_key_encrypted
+    local_login.private_key_encrypted = keys.encrypt(keys.generate_keypair().private_pem)
+    local_login.save()
+    tasks.poll_clusters()
+    job.refresh_from_db()
+    assert (job.state, job.reason, job.stale) == (JobState.PENDING, "JobHeldUser", False)
+
+    # Cancelled on the cluster; the reader switched off: the login's own poll sees it, once its
+    # key works again (with the wrong one its jobs only show as stale).
+    devcluster.as_operator("scancel", job.slurm_id)
+    ClusterReader.objects.filter(pk=reader.pk).update(enabled=False)
+    tasks.poll_clusters()
+    job.refresh_from_db()
+    assert job.stale and job.state == JobState.PENDING
+    ClusterAccount.objects.filter(pk=local_login.pk).update(private_key_encrypted=own_key)
+    tasks.poll_clusters()
+    job.refresh_from_db()
+    assert job.state in (JobState.COMPLETING, JobState.CANCELLED) and not job.stale

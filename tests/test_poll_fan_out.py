@@ -107,6 +107,39 @@ def test_polls_go_to_their_own_queue_once_per_login_and_submissions_do_not_wait(
             devcluster.ssh(f"scancel {' '.join(ids)}")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_cluster_with_a_reader_is_one_task_whatever_its_logins(
+    logins: list[ClusterAccount], devcluster: DevCluster, own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    need_postgresql_for_workers()
+    owner = logins[0].owner.username
+    call_command("register_devcluster", owner, "--reader", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    jobs = [held_job(account) for account in logins]
+    for job in jobs:
+        tasks.submit_job.apply(args=[job.pk])
+    env = worker_env(tmp_path, own_redis.url)
+    try:
+        with worker(env, tmp_path / "default.log", "celery", "--concurrency=1"):
+            with app.connection_for_write(own_redis.url) as conn:
+                tasks.poll_clusters.apply_async(connection=conn)
+            wait(lambda: _default_empty(own_redis) and own_redis.queued(), 30, "the beat")
+            queued = _queued_tasks(own_redis.url, "poll")
+            assert queued.count("jobs.tasks.poll_cluster") == 1
+            assert "jobs.tasks.poll_login" not in queued
+        # The reader's one task shows every login's job as held.
+        with worker(env, tmp_path / "poll.log", "poll", "--concurrency=2"):
+            wait(lambda: own_redis.queued() == 0, 60, "the poll taken")
+            wait(lambda: _all_polled(jobs), 30, "every login's jobs polled")
+        assert {Job.objects.get(pk=job.pk).reason for job in jobs} == {"JobHeldUser"}
+    except BaseException:
+        print_logs(tmp_path)
+        raise
+    finally:
+        ids = [i for job in jobs for i in slurm_jobs(devcluster, job)]
+        if ids:
+            devcluster.ssh(f"scancel {' '.join(ids)}")
+
+
 def _default_empty(server: OwnRedis) -> bool:
     return redis.Redis.from_url(server.url).llen("celery") == 0
 
