@@ -1,9 +1,10 @@
 """The cluster gateway: every SSH command and SFTP transfer to a cluster goes through here.
 
 This is the only module that imports paramiko (STYLE.md rule 3). It pins host keys, pools one
-connection per cluster account, sets TCP_NODELAY (without it each round trip waits ~40 ms for
-delayed ACKs: see ../shared/devcluster-facts.md), applies timeouts, and turns every failure into a
-`ClusterError` that says, in plain words, what went wrong and whether retrying can help.
+connection per cluster account (a bounded number of them), sets TCP_NODELAY (without it each round
+trip waits ~40 ms for delayed ACKs: see ../shared/devcluster-facts.md), applies timeouts, and turns
+every failure into a `ClusterError` that says, in plain words, what went wrong and whether retrying
+can help.
 
 What needs no paramiko lives beside it in jobs/cluster/: the errors and their wording (errors.py),
 the `Login` callers hand in and the results they get back (login.py), the pool's bookkeeping
@@ -176,9 +177,10 @@ def _closed_at(channel: paramiko.Channel, deadline: float) -> Iterator[None]:
 
 
 class Gateway(ConnectionPool[_Connection], SftpFiles):
-    """Thread-safe pool of SSH connections, one per cluster account and key.
+    """Thread-safe pool of SSH connections, one per cluster account and key, at most `max_open`.
 
-    Connections are kept open and shared by threads: each command runs in a channel of its own.
+    Connections are kept open and shared by threads: each command runs in a channel of its own;
+    one unused for `idle_seconds` is closed and opened again when next needed.
     A pooled connection found dead is replaced once, transparently; a second failure raises.
     The pool's bookkeeping is in jobs/cluster/pool.py; the file operations (write_file, mkdirs,
     read_tail, read_from, read_many, list_dir) are in jobs/cluster/sftp_files.py.
@@ -186,8 +188,15 @@ class Gateway(ConnectionPool[_Connection], SftpFiles):
 
     _request_errors = (OSError, EOFError, paramiko.SSHException)
 
-    def __init__(self, *, nodelay: bool = True) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        *,
+        nodelay: bool = True,
+        max_open: int | None = None,
+        idle_seconds: float | None = None,
+    ) -> None:
+        # The limits default to SSH_POOL_SIZE and SSH_IDLE_SECONDS (jobs/cluster/pool.py).
+        super().__init__(max_open=max_open, idle_seconds=idle_seconds)
         self.nodelay = nodelay  # False only to measure what it saves (bench/gateway.py)
         self._command_files = CommandFiles(self.run)  # reads where no SFTP is offered
 
