@@ -10,7 +10,7 @@ What needs no paramiko lives beside it in jobs/cluster/: the errors and their wo
 the `Login` callers hand in and the results they get back (login.py), the pool's bookkeeping
 (pool.py), the file operations on the SFTP session (sftp_files.py) and, for an automation node
 that offers no SFTP, through its wrapper's commands (command_files.py). No Django here: callers
-load a `Login` from their models.
+load a `Login` from their models; only the pool's two limits default to settings.
 """
 
 import base64
