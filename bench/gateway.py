@@ -50,7 +50,8 @@ def main() -> None:
             print(f"{'':28s} {'TCP_NODELAY':>16s} {'without':>16s}")
             rows: dict[str, list[str]] = {}
             for nodelay in (True, False):
-                gateway = Gateway(nodelay=nodelay)
+                # Limits given: outside Django, no settings to take them from.
+                gateway = Gateway(nodelay=nodelay, max_open=4, idle_seconds=600)
                 figures = {
                     "connect + key auth": measure(
                         RUNS, lambda g=gateway: g.connect(login), before=gateway.close_all

@@ -260,6 +260,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 SAMPLE_SECONDS = env_int("SAMPLE_SECONDS", 10, minimum=1, maximum=3600)
 GPU_WARMUP_SECONDS = env_int("GPU_WARMUP_SECONDS", 300, minimum=0)
 
+# SSH connections to clusters (jobs/cluster/pool.py). Each process keeps at most SSH_POOL_SIZE
+# open, one per login in use, closing the least recently used idle one to make room; one idle
+# for SSH_IDLE_SECONDS is closed, and opened again (one connect, ~40 ms) when next needed.
+SSH_POOL_SIZE = env_int("SSH_POOL_SIZE", 32, minimum=1)
+SSH_IDLE_SECONDS = env_int("SSH_IDLE_SECONDS", 300, minimum=1)
+
 # Notifications (jobs/notify). E-mail goes through Django's e-mail framework (its MAILERS):
 # printed on the console by default; "smtp" sends through the server below, "file" writes each
 # message into EMAIL_FILE_PATH. Links in e-mails start with PORTAL_URL, the address users open.

@@ -23,6 +23,7 @@ class ErrorKind(StrEnum):
     REMOTE_FILE = "remote_file"
     CONFIG = "config"
     SLURM_DOWN = "slurm_down"
+    BUSY = "busy"
 
 
 class ClusterError(Exception):
@@ -151,6 +152,16 @@ def no_more_sessions(detail: str) -> ClusterError:
         "The cluster refused to open another session. Try again in a moment.",
         retryable=True,
         detail=detail,
+    )
+
+
+def portal_busy(max_open: int, seconds: float) -> ClusterError:
+    """Every one of the process's connections was in use for as long as a connect may take."""
+    return ClusterError(
+        ErrorKind.BUSY,
+        "The portal is busy: all its connections to clusters are in use. Try again in a moment.",
+        retryable=True,
+        detail=f"all {max_open} pooled connections busy for {seconds:g} s (SSH_POOL_SIZE)",
     )
 
 
