@@ -194,11 +194,13 @@ def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) ->
         rpcs_before = _rpcs()
         beat = _start(env, logs / "beat.log", "-m", "celery", "-A", "portal", "beat",
                       "--loglevel=INFO", "--schedule", str(logs / "schedule"))  # fmt: skip
+        # From beat's first dispatch: a beat takes a few seconds to start.
+        _wait(lambda: "Sending due task poll-clusters" in (logs / "beat.log").read_text(), 60)
         began = time.monotonic()
         everyone = Job.objects.filter(name=NAME)
         _wait(lambda: not everyone.filter(polled__isnull=True).exists(), 600)
         all_polled = time.monotonic() - began
-        print(f"   every login polled once {all_polled:6.1f} s after beat started "
+        print(f"   every login polled once {all_polled:6.1f} s after beat's first dispatch "
               f"({all_polled / POLL_SECONDS:.1f} poll periods)")  # fmt: skip
         queue, connections = _watch(port, workers, options.minutes * 60)
         cycles = (time.monotonic() - began) / POLL_SECONDS

@@ -147,3 +147,25 @@ def test_load_prints_percentiles_and_queries_of_each_page(tmp_path: Path) -> Non
         assert lines_matching(row, out), page
         assert lines_matching(rf"{re.escape(page)} +200 \d+ queries$", out), page
     assert lines_matching(r"Aggregated +\d+ +0 ", out)
+
+
+def test_poll_login_prints_the_poll_against_its_bare_commands(tmp_path: Path, devcluster) -> None:
+    out = run_bench(tmp_path, "poll_login.py", "2")
+    for what in ("bare squeue \\+ sacct", "the two over SSH", "one login's warm poll"):
+        assert lines_matching(rf" +{what} +{NUMBER} ms +\({NUMBER}x bare\)$", out), what
+    assert lines_matching(rf" +the portal's own part of a poll +{NUMBER} ms$", out)
+
+
+@pytest.mark.service
+def test_poll_scale_prints_each_figure(tmp_path: Path, devcluster) -> None:
+    # Its own database (createdb), redis-server, beat and two workers.
+    if subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False).returncode != 0:
+        service_missing("PostgreSQL is not reachable on 127.0.0.1:5432")
+    args = ("--logins", "3", "--workers", "2", "--minutes", "0.1")
+    out = run_bench(tmp_path, "poll_scale.py", *args, timeout=300)
+    assert lines_matching(rf" +every login polled once +{NUMBER} s after beat's first", out)
+    assert lines_matching(rf" +Slurm RPCs per poll cycle: slurmctld +{NUMBER}, slurmdbd", out)
+    assert lines_matching(r" +poll queue every 5 s: \[[\d, ]+\]$", out)
+    assert lines_matching(r" +SSH connections per worker process: most \d+$", out)
+    shown = rf" +a cancel shown after +{NUMBER} s unwatched, +{NUMBER} s on its page while watched"
+    assert lines_matching(shown, out)
