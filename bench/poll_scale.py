@@ -4,10 +4,10 @@ held job, polled by the real beat and Celery workers on Redis and PostgreSQL.
 For each N it prints: the time from beat's first dispatch until every login has been polled
 once; the lag until a cancelled job shows as ended, unwatched (its login backed off) and on its
 page while its owner watches it (the page asked every 2 s, as htmx does); Slurm's RPCs per poll
-cycle by the login's Unix user (sdiag for slurmctld, `sacctmgr show stats` for slurmdbd); the
-most SSH connections any worker process holds; and the poll queue's length every 5 s while it
-runs for --minutes (flat: each login is queued at most once). With --reader the cluster's
-read-only service login reads every login's jobs (jobs.cluster.reader_poll).
+cycle by the logins' Unix user and the reader's (sdiag for slurmctld, `sacctmgr show stats` for
+slurmdbd); the most SSH connections any worker process holds; and the poll queue's length every
+5 s while it runs for --minutes (flat: each login is queued at most once). With --reader the
+cluster's read-only service login reads every login's jobs (jobs.cluster.reader_poll).
 
 The logins share the dev cluster's Unix user, so each login's history would be everyone's
 jobs: HISTORY_DAYS is 0 here. Needs root (the dev cluster), PostgreSQL on 127.0.0.1:5432 and
@@ -177,7 +177,7 @@ def _add_logins(count: int) -> None:
 
 
 def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) -> None:
-    from jobs.models import Job
+    from jobs.models import Job, JobState
 
     logs = work / f"n{size}"
     logs.mkdir()
@@ -197,7 +197,7 @@ def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) ->
         # From beat's first dispatch: a beat takes a few seconds to start.
         _wait(lambda: "Sending due task poll-clusters" in (logs / "beat.log").read_text(), 60)
         began = time.monotonic()
-        everyone = Job.objects.filter(name=NAME)
+        everyone = Job.objects.filter(name=NAME, state=JobState.PENDING)  # not the ones cancelled
         _wait(lambda: not everyone.filter(polled__isnull=True).exists(), 600)
         all_polled = time.monotonic() - began
         print(f"   every login polled once {all_polled:6.1f} s after beat's first dispatch "
@@ -283,16 +283,17 @@ def _ssh_sockets(pid: int) -> int:
 
 
 def _rpcs() -> tuple[int, int]:
-    """RPCs of the dev cluster's Unix user so far: to slurmctld, to slurmdbd (asked as root,
-    as the cluster's administrators ask)."""
-    user = os.environ.get("DEVCLUSTER_USER", "portaltest")
+    """RPCs of the logins' Unix user and of the reader's so far: to slurmctld, to slurmdbd
+    (asked as root, as the cluster's administrators ask)."""
+    users = (os.environ.get("DEVCLUSTER_USER", "portaltest"), "portalreader")
     lab = os.environ.get("DEVCLUSTER_DIR", "/var/tmp/portal-devcluster")
     env = {"SLURM_CONF": f"{lab}/etc/slurm.conf", "PATH": "/usr/sbin:/usr/bin:/bin"}
     found = []
     for argv in (["sdiag"], ["sacctmgr", "show", "stats"]):
         text = subprocess.run(argv, env=env, capture_output=True, text=True).stdout
         table = text.split("statistics by user", 1)[-1]
-        counts = re.findall(rf"^\s*{re.escape(user)}\s*\(\s*\d+\)\s*count:(\d+)", table, re.M)
+        names = "|".join(re.escape(user) for user in users)
+        counts = re.findall(rf"^\s*(?:{names})\s*\(\s*\d+\)\s*count:(\d+)", table, re.M)
         found.append(sum(int(count) for count in counts))
     return found[0], found[1]
 
