@@ -184,7 +184,7 @@ def test_a_login_whose_jobs_stay_waiting_is_polled_less_often_until_its_owner_lo
         # (Accounting may add the job's partition and limits a moment later: a change, which
         # starts the waits again.)
         quiet = lambda: [_poll(account) for _ in range(4)] == [20, 40, 60, 60]  # noqa: E731
-        wait(quiet, 30, "four quiet polls in a row")
+        wait(quiet, 90, "four quiet polls in a row")
         assert not _due(account), "beat skips it until its wait is over"
         assert polling.due_logins(timezone.now(), on_schedule=False).filter(pk=account.pk)
 
@@ -196,7 +196,7 @@ def test_a_login_whose_jobs_stay_waiting_is_polled_less_often_until_its_owner_lo
         # A change on the cluster shows at the next poll, and resets the wait.
         devcluster.ssh(f"scancel {job.slurm_id}")
         assert _poll(account) is None  # squeue's word first ("Completing"), then sacct's
-        wait(lambda: _poll(account) is None and state_of(job) == JobState.CANCELLED, 30, "sacct")
+        wait(lambda: _poll(account) is None and state_of(job) == JobState.CANCELLED, 60, "sacct")
 
         # A submission wakes its login too.
         made.append(held_job(account))
