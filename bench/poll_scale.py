@@ -26,6 +26,7 @@ Usage: .venv/bin/python bench/poll_scale.py [--logins 10,100,500,1000] [--worker
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,6 +69,11 @@ def main() -> None:
         redis = _start_redis(work)
         env = _portal(work, f"redis://127.0.0.1:{redis[1]}/0", options)
         _measure_each(options, env, work, redis[1])
+    except BaseException:
+        say(f"failed: the workers' and beat's logs are in {work}")
+        raise
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     finally:
         say("cleaning up: jobs, keys, database, redis")
         _clean_up(NAME)
@@ -259,9 +265,14 @@ def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) ->
         say(f"watching the queues for {options.minutes} min")
         watched = _watch(port, workers, everyone, options.minutes * 60)
         cycles = (time.monotonic() - began) / POLL_SECONDS
-        ctld, dbd = (after - before for after, before in zip(_rpcs(), rpcs_before, strict=True))
-        print(f"   Slurm RPCs per poll cycle: slurmctld {ctld / cycles:6.1f}, "
-              f"slurmdbd {dbd / cycles:6.1f} (over {cycles:.1f} cycles)")  # fmt: skip
+        daemons = zip(("slurmctld", "slurmdbd"), _rpcs(), rpcs_before, strict=True)
+        per_cycle = [
+            f"{daemon} {(after[0] - before[0]) / cycles:6.1f}"
+            if after[1] == before[1]
+            else f"{daemon} - (restarted meanwhile)"
+            for daemon, after, before in daemons
+        ]
+        print(f"   Slurm RPCs per poll cycle: {', '.join(per_cycle)} (over {cycles:.1f} cycles)")
         print(f"   logins polled per poll period, every 5 s: {watched['polled']}")
         for queue in QUEUES:
             print(f"   {queue} queue every 5 s: {watched[queue]}")
@@ -357,18 +368,20 @@ def _ssh_sockets(pid: int) -> int:
     return count
 
 
-def _rpcs() -> tuple[int, int]:
-    """RPCs of the logins' Unix user and of the reader's so far: to slurmctld, to slurmdbd
-    (asked as root, as the cluster's administrators ask)."""
+def _rpcs() -> list[tuple[int, str]]:
+    """RPCs of the logins' Unix user and of the reader's so far, to slurmctld and to slurmdbd
+    (asked as root, as the cluster's administrators ask), each with the time its statistics
+    start from: a daemon restarted meanwhile (a fault test on the dev cluster) counts from zero."""
     users = (os.environ.get("DEVCLUSTER_USER", "portaltest"), "portalreader")
     found = []
     for argv in (["sdiag"], ["sacctmgr", "show", "stats"]):
         text = subprocess.run(argv, env=SLURM_ENV, capture_output=True, text=True).stdout
+        since = re.search(r"^Data since\s+(.*)$", text, re.M)
         table = text.split("statistics by user", 1)[-1]
         names = "|".join(re.escape(user) for user in users)
         counts = re.findall(rf"^\s*(?:{names})\s*\(\s*\d+\)\s*count:(\d+)", table, re.M)
-        found.append(sum(int(count) for count in counts))
-    return found[0], found[1]
+        found.append((sum(int(count) for count in counts), since[1] if since else ""))
+    return found
 
 
 def _lags(everyone) -> tuple[float, float]:

@@ -163,7 +163,10 @@ def test_poll_scale_prints_each_figure(tmp_path: Path, devcluster) -> None:
         service_missing("PostgreSQL is not reachable on 127.0.0.1:5432")
     out = run_bench(tmp_path, "poll_scale.py", "--logins", "10", "--minutes", "0.5", timeout=300)
     assert lines_matching(rf" +every login polled once +{NUMBER} s after beat's first", out)
-    assert lines_matching(rf" +Slurm RPCs per poll cycle: slurmctld +{NUMBER}, slurmdbd", out)
+    # A daemon restarted meanwhile (a fault test beside this one) has no count to give.
+    count = rf"(?:{NUMBER}|- \(restarted meanwhile\))"
+    rpcs = rf" +Slurm RPCs per poll cycle: slurmctld +{count}, slurmdbd +{count} "
+    assert lines_matching(rpcs, out)
     assert lines_matching(r" +logins polled per poll period, every 5 s: \[[\d, ]+\]$", out)
     for queue in ("poll", "celery"):
         assert lines_matching(rf" +{queue} queue every 5 s: \[[\d, ]+\]$", out), queue
