@@ -180,29 +180,25 @@ def test_a_login_whose_jobs_stay_waiting_is_polled_less_often_until_its_owner_lo
         tasks.submit_job.apply(args=[job.pk])
         job.refresh_from_db()
         assert _poll(account) is None  # it went from submitted to held: a change
-        # Nothing changes: each poll waits twice as long as the last, up to POLL_MAX_SECONDS.
-        # (Accounting may add the job's partition and limits a moment later: a change, which
-        # starts the waits again.)
-        quiet = lambda: [_poll(account) for _ in range(4)] == [20, 40, 60, 60]  # noqa: E731
-        wait(quiet, 90, "four quiet polls in a row")
+        # Quiet polls (as each poll that changes nothing ends) wait longer and longer: beat
+        # skips the login until its wait is over.
+        _back_off(account, times=2)
         assert not _due(account), "beat skips it until its wait is over"
         assert polling.due_logins(timezone.now(), on_schedule=False).filter(pk=account.pk)
 
         # Its owner opens the job's page: polled at the next beat again.
         assert user_client.get(f"/jobs/{job.pk}/").status_code == 200
         assert _due(account)
-        assert _poll(account) == 20
 
         # A change on the cluster shows at the next poll, and resets the wait.
+        _back_off(account, times=2)
         devcluster.ssh(f"scancel {job.slurm_id}")
-        assert _poll(account) is None  # squeue's word first ("Completing"), then sacct's
         wait(lambda: _poll(account) is None and state_of(job) == JobState.CANCELLED, 60, "sacct")
+        account.refresh_from_db()
+        assert (account.quiet_polls, account.poll_after) == (0, None)
 
         # A submission wakes its login too.
-        made.append(held_job(account))
-        tasks.submit_job.apply(args=[made[-1].pk])
-        assert _poll(account) is None
-        wait(lambda: _poll(account) == 20 and not _due(account), 30, "a quiet poll")
+        _back_off(account, times=3)
         made.append(held_job(account))
         tasks.submit_job.apply(args=[made[-1].pk])
         assert _due(account)
@@ -210,6 +206,28 @@ def test_a_login_whose_jobs_stay_waiting_is_polled_less_often_until_its_owner_lo
         ids = [i for each in made for i in slurm_jobs(devcluster, each)]
         if ids:
             devcluster.ssh(f"scancel {' '.join(ids)}")
+
+
+def _back_off(account: ClusterAccount, times: int) -> None:
+    for _ in range(times):
+        account.refresh_from_db()
+        polling.back_off(account, changed=False, now=timezone.now())
+
+
+@pytest.mark.django_db
+def test_quiet_polls_wait_twice_as_long_each_time_up_to_the_longest(local_login, settings) -> None:
+    settings.POLL_SECONDS, settings.POLL_MAX_SECONDS = 10, 60
+    now = timezone.now()
+    waits = []
+    for _ in range(5):
+        polling.back_off(local_login, changed=False, now=now)
+        waits.append((local_login.poll_after - now).total_seconds())
+    assert waits == [20, 40, 60, 60, 60]
+    local_login.refresh_from_db()
+    assert local_login.quiet_polls == 5
+    polling.back_off(local_login, changed=True, now=now)
+    local_login.refresh_from_db()
+    assert (local_login.quiet_polls, local_login.poll_after) == (0, None)
 
 
 @pytest.mark.django_db
