@@ -36,16 +36,7 @@ class DecryptionError(ValueError):
 def generate_keypair(comment: str = DEFAULT_COMMENT) -> KeyPair:
     if not _COMMENT.fullmatch(comment):
         raise ValueError(f"Key comment {comment!r} must be words of letters, digits and @.:+-_")
-    private = Ed25519PrivateKey.generate()
-    pem = private.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.OpenSSH,
-        serialization.NoEncryption(),
-    ).decode()
-    public = private.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
-    return KeyPair(private_pem=pem, public_line=f"{public.decode()} {comment}")
+    return _pair(Ed25519PrivateKey.generate(), comment)
 
 
 def pair_of(private_text: str, comment: str = DEFAULT_COMMENT) -> KeyPair:
@@ -61,6 +52,11 @@ def pair_of(private_text: str, comment: str = DEFAULT_COMMENT) -> KeyPair:
             continue
     if private is None or not hasattr(private, "public_key"):
         raise ValueError("Not an unencrypted OpenSSH or PEM private key") from None
+    return _pair(private, comment)
+
+
+def _pair(private, comment: str) -> KeyPair:
+    """The private key in OpenSSH form, and its public line as authorized_keys takes it."""
     pem = private.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.OpenSSH,
