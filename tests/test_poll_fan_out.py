@@ -60,17 +60,12 @@ def test_polls_go_to_their_own_queue_once_per_login_and_submissions_do_not_wait(
     logins: list[ClusterAccount], devcluster: DevCluster, own_redis: OwnRedis, tmp_path: Path
 ) -> None:
     need_postgresql_for_workers()
-    jobs = [held_job(account) for account in logins]
-    for job in jobs:
-        tasks.submit_job.apply(args=[job.pk])
+    jobs = _submitted_held_jobs(logins)
     env = worker_env(tmp_path, own_redis.url)
     try:
         # Only a worker of the default queue: beat's dispatches run there, the polls they send wait.
         with worker(env, tmp_path / "default.log", "celery", "--concurrency=1"):
-            with app.connection_for_write(own_redis.url) as conn:
-                for _ in range(5):
-                    tasks.poll_clusters.apply_async(connection=conn)
-            wait(lambda: _dispatched(tmp_path / "default.log") == 5, 30, "5 beats")
+            _beats(own_redis, tmp_path / "default.log", 5)
             polls = [
                 t for t in _queued_tasks(own_redis.url, "poll") if t == "jobs.tasks.poll_login"
             ]
@@ -115,15 +110,11 @@ def test_a_cluster_with_a_reader_is_one_task_whatever_its_logins(
     need_postgresql_for_workers()
     owner = logins[0].owner.username
     call_command("register_devcluster", owner, "--reader", stdout=open("/dev/null", "w"))  # noqa: SIM115
-    jobs = [held_job(account) for account in logins]
-    for job in jobs:
-        tasks.submit_job.apply(args=[job.pk])
+    jobs = _submitted_held_jobs(logins)
     env = worker_env(tmp_path, own_redis.url)
     try:
         with worker(env, tmp_path / "default.log", "celery", "--concurrency=1"):
-            with app.connection_for_write(own_redis.url) as conn:
-                tasks.poll_clusters.apply_async(connection=conn)
-            wait(lambda: _dispatched(tmp_path / "default.log") == 1, 30, "the beat")
+            _beats(own_redis, tmp_path / "default.log", 1)
             queued = _queued_tasks(own_redis.url, "poll")
             assert queued.count("jobs.tasks.poll_cluster") == 1
             assert "jobs.tasks.poll_login" not in queued
@@ -139,6 +130,22 @@ def test_a_cluster_with_a_reader_is_one_task_whatever_its_logins(
         ids = [i for job in jobs for i in slurm_jobs(devcluster, job)]
         if ids:
             devcluster.ssh(f"scancel {' '.join(ids)}")
+
+
+def _submitted_held_jobs(logins: list[ClusterAccount]) -> list[Job]:
+    """A held job of each login's, submitted as the portal submits it."""
+    jobs = [held_job(account) for account in logins]
+    for job in jobs:
+        tasks.submit_job.apply(args=[job.pk])
+    return jobs
+
+
+def _beats(server: OwnRedis, log: Path, times: int) -> None:
+    """Sends beat's poll `times`, and waits until the default queue's worker has run each."""
+    with app.connection_for_write(server.url) as conn:
+        for _ in range(times):
+            tasks.poll_clusters.apply_async(connection=conn)
+    wait(lambda: _dispatched(log) == times, 30, f"{times} beats")
 
 
 def _dispatched(log: Path) -> int:
