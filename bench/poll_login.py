@@ -21,16 +21,33 @@ JOBS = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 RUNS = 21
 
 
-def medians_ms(works: dict) -> dict[str, float]:
-    """Each work's median, the works taken in turn in every round: slurmdbd answers sacct in
-    about 100 ms or about 190 ms for minutes at a time, and each work must see the same."""
+def medians_ms(works: dict) -> dict[str, tuple[float, float, float]]:
+    """Each work's median wall time, and its mean CPU time on the whole machine and in this
+    process, the works taken in turn in every round: slurmdbd answers sacct in about 100 ms or
+    about 190 ms for minutes at a time, and each work must see the same."""
     times: dict[str, list[float]] = {what: [] for what in works}
+    cpu = {what: [0.0, 0.0] for what in works}
     for _ in range(RUNS):
         for what, work in works.items():
+            machine, own = _machine_cpu_ms(), time.process_time()
             start = time.perf_counter()
             work()
             times[what].append((time.perf_counter() - start) * 1000)
-    return {what: statistics.median(spent) for what, spent in times.items()}
+            cpu[what][0] += _machine_cpu_ms() - machine
+            cpu[what][1] += (time.process_time() - own) * 1000
+    return {
+        what: (statistics.median(spent), cpu[what][0] / RUNS, cpu[what][1] / RUNS)
+        for what, spent in times.items()
+    }
+
+
+def _machine_cpu_ms() -> float:
+    """CPU time spent on this machine so far, all processes and the kernel, idle and I/O wait
+    left out."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # user..steal, less idle and iowait
+    return busy * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -83,15 +100,20 @@ def main() -> None:
                 "the two over SSH": over_ssh,
                 "the two as the poll sends them": lambda: remote.poll(account, since, ids),
                 "one login's warm poll": lambda: polling.poll_login(account, "bench"),
+                "one login's cold poll": lambda: (
+                    gateway.close_all(),
+                    polling.poll_login(account, "bench"),
+                ),
             }
         )
     finally:
         gateway.run(login, ["scancel", "--user", login.username, "--name", "bench-login"])
-    bare_ms = figures["bare squeue + sacct"]
-    print(f"{JOBS} held jobs of one login, medians of {RUNS}:")
-    for what, ms in figures.items():
-        print(f"  {what:31s} {ms:7.1f} ms  ({ms / bare_ms:.2f}x bare)")
-    own = figures["one login's warm poll"] - figures["the two as the poll sends them"]
+    bare_ms = figures["bare squeue + sacct"][0]
+    print(f"{JOBS} held jobs of one login, medians of {RUNS} (CPU: means, machine / this process):")
+    for what, (ms, machine, own) in figures.items():
+        print(f"  {what:31s} {ms:7.1f} ms  ({ms / bare_ms:.2f}x bare)"
+              f"  CPU {machine:6.1f} / {own:5.1f} ms")  # fmt: skip
+    own = figures["one login's warm poll"][0] - figures["the two as the poll sends them"][0]
     print(f"  the portal's own part of a poll {own:7.1f} ms")
 
 

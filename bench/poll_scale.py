@@ -1,10 +1,11 @@
-"""Polling a whole site: N portal users, each with a key of its own on the local cluster and one
-held job, polled by the real beat and Celery workers on Redis and PostgreSQL.
+"""Polling a whole site: N portal users, each with a Unix user of its own on the local cluster (its
+key, its queue, its Slurm association) and one held job, polled by the real beat and Celery
+workers on Redis and PostgreSQL.
 
 For each N it prints: the time from beat's first dispatch until every login has been polled
 once; the lag until a cancelled job shows as ended, unwatched (its login backed off) and on its
 page while its owner watches it (the page asked every 2 s, as htmx does); Slurm's RPCs per poll
-cycle by the logins' Unix user and the reader's (sdiag for slurmctld, `sacctmgr show stats` for
+cycle by the logins' Unix users and the reader (sdiag for slurmctld, `sacctmgr show stats` for
 slurmdbd); the logins polled per poll period (from the jobs' `polled` times); the SSH
 connections each worker process holds; both queues' lengths every 5 s while it runs for
 --minutes (flat: each login is queued at most once); and the machine's load. With --reader the
@@ -12,12 +13,12 @@ cluster's read-only service login reads every login's jobs (jobs.cluster.reader_
 
 It measures the code of the checkout it sits in: copied into an older checkout (before the
 fan-out, when beat's one task walked every login on the "celery" queue) it gives the figures
-before. The logins share the dev cluster's Unix user, so each login's history would be
-everyone's jobs: HISTORY_DAYS is 0 here; and the RPC counts include whatever else that user
-does meanwhile (other tests on the dev cluster). Needs root (the dev cluster), PostgreSQL on
-127.0.0.1:5432 and redis-server. Everything it makes is named after its pid (database
-bench_poll_scale_<pid>, jobs and key comments pollscale-<pid>) and removed at the end, or by the
-next run if this one was killed; other runs' are left alone.
+before. The polls are the states' alone (HISTORY_DAYS is 0: no history reads), and the RPC
+counts include whatever else the test user does meanwhile (other tests on the dev cluster).
+Needs root (the dev cluster, Unix users), PostgreSQL on 127.0.0.1:5432 and redis-server.
+Everything it makes is named after its pid (database bench_poll_scale_<pid>, jobs
+pollscale-<pid>, Unix users pscale<pid>u<n>) and removed at the end, or by the next run if this
+one was killed; other runs' are left alone.
 Usage: .venv/bin/python bench/poll_scale.py [--logins 10,100,500,1000] [--workers 4]
        [--pool prefork|threads] [--concurrency 1] [--minutes 1] [--reader]
        (--logins 10 --minutes 0.5: a quick smoke run)
@@ -25,7 +26,9 @@ Usage: .venv/bin/python bench/poll_scale.py [--logins 10,100,500,1000] [--worker
 
 import argparse
 import os
+import pwd
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -48,6 +51,10 @@ WATCH_SECONDS = 5
 PREFIX = "pollscale-"
 NAME = f"{PREFIX}{os.getpid()}"
 DATABASE = f"bench_poll_scale_{os.getpid()}"
+# Each login's Unix user: pscale<pid>u<n> (devcluster lets pscale* in over ssh).
+UNIX_PREFIX = "pscale"
+UNIX_NAME = f"{UNIX_PREFIX}{os.getpid()}u"
+ACCOUNT = "portal"  # the dev cluster's Slurm account
 QUEUES = ("poll", "celery")  # beat's per-login polls; before the fan-out, its one poll task
 STARTED = time.monotonic()
 
@@ -75,8 +82,8 @@ def main() -> None:
     else:
         shutil.rmtree(work, ignore_errors=True)
     finally:
-        say("cleaning up: jobs, keys, database, redis")
-        _clean_up(NAME)
+        say("cleaning up: jobs, Unix users, database, redis")
+        _clean_up(str(os.getpid()))
         if redis is not None:
             redis[0].kill()
         if "django" in sys.modules:
@@ -173,48 +180,50 @@ def _measure_each(options: argparse.Namespace, env: dict[str, str], work: Path, 
 
 
 def _add_logins(count: int) -> None:
-    """`count` portal users, each with its own key on the dev cluster and one held job."""
+    """`count` portal users, each with a Unix user of its own on the dev cluster (its own key,
+    queue and Slurm association, as a site's users have) and one held job."""
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
     from jobs.cluster import keys, remote
-    from jobs.cluster.gateway import gateway
     from jobs.models import ClusterAccount, Job, JobState
 
-    say(f"making {count} logins: users, keys, authorized_keys lines")
+    say(f"making {count} logins: portal users, Unix users, keys, Slurm associations")
     started = time.monotonic()
     anyone = ClusterAccount.objects.select_related("cluster").first()
     first = get_user_model().objects.filter(username__startswith=f"{NAME}-u").count()
     users = get_user_model().objects.bulk_create(
         get_user_model()(username=f"{NAME}-u{first + i}") for i in range(count)
     )
+    unix = [f"{UNIX_NAME}{first + i}" for i in range(count)]
     pairs = [keys.generate_keypair(comment=NAME) for _ in users]
+    _make_unix_users(unix, [pair.public_line for pair in pairs], anyone.username)
     ClusterAccount.objects.bulk_create(
         ClusterAccount(
             owner=user,
             cluster=anyone.cluster,
-            username=anyone.username,
+            username=username,
             public_key=pair.public_line,
             private_key_encrypted=keys.encrypt(pair.private_pem),
         )
-        for user, pair in zip(users, pairs, strict=True)
+        for user, username, pair in zip(users, unix, pairs, strict=True)
     )
-    # One append for all (register_devcluster reads the whole file once per user).
-    with _authorized_keys().open("a") as out:
-        out.writelines(keys.authorized_keys_line(pair.public_line) + "\n" for pair in pairs)
-    accounts = ClusterAccount.objects.filter(owner__in=users)
+    accounts = ClusterAccount.objects.filter(owner__in=users).order_by("pk")
     jobs = Job.objects.bulk_create(
         Job(owner_id=account.owner_id, account=account, name=NAME, script="#!/bin/bash\ntrue\n")
         for account in accounts
     )
-    say(f"submitting {count} held jobs in one SSH command")
+    say(f"submitting {count} held jobs, each as its own user")
     # Each with its job's tag, as the portal's own submission sets it, so the portal knows them.
     loop = (
-        f"while read -r tag; do sbatch --hold --parsable --job-name={NAME} --time=00:10:00 "
-        '--comment="$tag" --wrap true; done'
+        'while read -r user tag; do runuser -u "$user" -- sbatch --hold --parsable '
+        f"--job-name={NAME} --time=00:10:00 --chdir=/tmp --output=/dev/null "
+        '--comment="$tag" --wrap true || exit; done'
     )
-    tags = "".join(remote.tag(job) + "\n" for job in jobs)
-    done = gateway.run(remote.login_for(anyone), ["bash", "-c", loop], stdin=tags, timeout=1200)
+    lines = "".join(f"{job.account.username} {remote.tag(job)}\n" for job in jobs)
+    done = subprocess.run(
+        ["bash", "-c", loop], input=lines, env=SLURM_ENV, capture_output=True, text=True
+    )
     ids = [line.split(";")[0] for line in done.stdout.split()]
     if len(ids) != len(jobs):
         raise SystemExit(f"sbatch made {len(ids)} of {len(jobs)} jobs: {done.stderr[-2000:]}")
@@ -222,6 +231,30 @@ def _add_logins(count: int) -> None:
         job.slurm_id, job.state, job.submitted = slurm_id, JobState.PENDING, timezone.now()
     Job.objects.bulk_update(jobs, ["slurm_id", "state", "submitted"], batch_size=500)
     say(f"{count} logins and held jobs made in {time.monotonic() - started:.0f} s")
+
+
+def _make_unix_users(names: list[str], public_lines: list[str], like: str) -> None:
+    """Unix users in the group of `like` (the dev cluster's test user), all at once (newusers,
+    chpasswd), each with one authorized key, and their Slurm associations in one sacctmgr."""
+    from jobs.cluster import keys
+
+    group = pwd.getpwnam(like).pw_gid
+    table = "".join(f"{name}:*::{group}:{NAME}:/home/{name}:/bin/bash\n" for name in names)
+    subprocess.run(["newusers"], input=table, text=True, check=True)
+    # sshd refuses a locked account; '*' only bars passwords (as devcluster's lab_user does).
+    stars = "".join(f"{name}:*\n" for name in names)
+    subprocess.run(["chpasswd", "-e"], input=stars, text=True, check=True)
+    for name, line in zip(names, public_lines, strict=True):
+        user = pwd.getpwnam(name)
+        ssh = Path(user.pw_dir) / ".ssh"
+        ssh.mkdir(mode=0o700, parents=True, exist_ok=True)
+        authorized = ssh / "authorized_keys"
+        authorized.write_text(keys.authorized_keys_line(line) + "\n")
+        authorized.chmod(0o600)
+        for path in (Path(user.pw_dir), ssh, authorized):
+            os.chown(path, user.pw_uid, group)
+    add = ["sacctmgr", "-i", "add", "user", f"name={','.join(names)}", f"account={ACCOUNT}"]
+    subprocess.run(add, env=SLURM_ENV, check=True, capture_output=True)
 
 
 def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) -> None:
@@ -301,9 +334,19 @@ def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) ->
 
 
 def _start(env: dict[str, str], log: Path, *argv: str) -> subprocess.Popen:
+    from django.conf import settings
+
+    # Workers and beat as deployed: DEBUG off (with it, Django keeps every query's text), with
+    # the key this process encrypted the logins' keys with.
+    deployed = {
+        **env,
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "PORTAL_ENCRYPTION_KEY": settings.PORTAL_ENCRYPTION_KEY,
+    }
     with log.open("w") as out:
         return subprocess.Popen(
-            [PYTHON, *argv], env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            [PYTHON, *argv], env=deployed, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
 
@@ -369,16 +412,17 @@ def _ssh_sockets(pid: int) -> int:
 
 
 def _rpcs() -> list[tuple[int, str]]:
-    """RPCs of the logins' Unix user and of the reader's so far, to slurmctld and to slurmdbd
-    (asked as root, as the cluster's administrators ask), each with the time its statistics
-    start from: a daemon restarted meanwhile (a fault test on the dev cluster) counts from zero."""
+    """RPCs so far of the logins' Unix users, of the test user (whose login reads the cluster's
+    load) and of the reader, to slurmctld and to slurmdbd (asked as root, as the cluster's
+    administrators ask), each with the time its statistics start from: a daemon restarted
+    meanwhile (a fault test on the dev cluster) counts from zero."""
     users = (os.environ.get("DEVCLUSTER_USER", "portaltest"), "portalreader")
+    names = "|".join([*(re.escape(user) for user in users), rf"{UNIX_NAME}\d+"])
     found = []
     for argv in (["sdiag"], ["sacctmgr", "show", "stats"]):
         text = subprocess.run(argv, env=SLURM_ENV, capture_output=True, text=True).stdout
         since = re.search(r"^Data since\s+(.*)$", text, re.M)
         table = text.split("statistics by user", 1)[-1]
-        names = "|".join(re.escape(user) for user in users)
         counts = re.findall(rf"^\s*(?:{names})\s*\(\s*\d+\)\s*count:(\d+)", table, re.M)
         found.append((sum(int(count) for count in counts), since[1] if since else ""))
     return found
@@ -389,17 +433,15 @@ def _lags(everyone) -> tuple[float, float]:
     whose page is open (asked every 2 s, as htmx asks it)."""
     from django.test import Client
 
-    from jobs.cluster import remote
-    from jobs.cluster.gateway import gateway
     from jobs.models import Job, JobState
 
     unwatched, watched = everyone.order_by("pk")[:2]
-    login = remote.login_for(unwatched.account)
     page = Client(HTTP_HOST="127.0.0.1")
     page.force_login(watched.owner)
     page.get(f"/jobs/{watched.pk}/")  # its owner opens the page
     say("cancelling two jobs; waiting until the portal shows them ended")
-    gateway.run(login, ["scancel", unwatched.slurm_id, watched.slurm_id])
+    # As root here, as their owners would on the cluster: the two are different users' jobs.
+    subprocess.run(["scancel", unwatched.slurm_id, watched.slurm_id], env=SLURM_ENV, check=True)
     cancelled = time.monotonic()
     seen: dict[str, float] = {}
     asked = 0.0
@@ -417,41 +459,39 @@ def _lags(everyone) -> tuple[float, float]:
     return seen.get("unwatched", float("nan")), seen.get("watched", float("nan"))
 
 
-def _authorized_keys() -> Path:
-    user = os.environ.get("DEVCLUSTER_USER", "portaltest")
-    return Path(f"~{user}").expanduser() / ".ssh" / "authorized_keys"
-
-
-def _clean_up(*names: str) -> None:
-    """Cancels the jobs of these runs and takes their keys out of the test user's
-    authorized_keys (written in place: the file keeps its owner and mode, which sshd checks)."""
+def _clean_up(*pids: str) -> None:
+    """Cancels the jobs of these runs (by their pid) and removes their Unix users with their
+    Slurm associations."""
+    for pid in pids:
+        scancel = ["scancel", f"--name={PREFIX}{pid}"]
+        subprocess.run(scancel, env=SLURM_ENV, capture_output=True, timeout=120)
+    names = [user.pw_name for user in pwd.getpwall() if _run_of(user.pw_name) in pids]
     if not names:
         return
-    for name in names:
-        scancel = ["scancel", f"--user={os.environ.get('DEVCLUSTER_USER', 'portaltest')}",
-                   f"--name={name}"]  # fmt: skip
-        subprocess.run(scancel, env=SLURM_ENV, capture_output=True, timeout=120)
-    authorized = _authorized_keys()
-    ends = tuple(f" {name}" for name in names)
-    lines = authorized.read_text().splitlines()
-    kept = [line for line in lines if not line.endswith(ends)]
-    if len(kept) != len(lines):
-        authorized.write_text("".join(line + "\n" for line in kept))
+    delete = ["sacctmgr", "-i", "delete", "user", f"name={','.join(names)}"]
+    subprocess.run(delete, env=SLURM_ENV, capture_output=True, timeout=120)
+    loop = 'for user; do userdel --remove "$user" 2>/dev/null; done'
+    subprocess.run(["bash", "-c", loop, "userdel", *names], timeout=600)
+
+
+def _run_of(unix_user: str) -> str | None:
+    found = re.fullmatch(rf"{UNIX_PREFIX}(\d+)u\d+", unix_user)
+    return found[1] if found else None
 
 
 def _sweep_killed_runs() -> None:
-    """What earlier runs that were killed (SIGKILL, a reboot) left: their held jobs, keys and
-    databases, known by a pid that no longer runs."""
+    """What earlier runs that were killed (SIGKILL, a reboot) left: their held jobs, Unix users
+    and databases, known by a pid that no longer runs."""
     queue = subprocess.run(
         ["squeue", "--noheader", "--format=%j"], env=SLURM_ENV, capture_output=True, text=True
     )
-    named = set(queue.stdout.split())
-    keyed = {line.rsplit(" ", 1)[-1] for line in _authorized_keys().read_text().splitlines()}
-    runs = (re.fullmatch(rf"{PREFIX}(\d+)", name) for name in named | keyed)
-    left = {run[0] for run in runs if run and _gone(run[1])}
+    named = (re.fullmatch(rf"{PREFIX}(\d+)", name) for name in queue.stdout.split())
+    runs = {found[1] for found in named if found}
+    runs |= {run for user in pwd.getpwall() if (run := _run_of(user.pw_name))}
+    left = sorted(run for run in runs if _gone(run))
     if left:
-        say(f"removing what killed runs left: {', '.join(sorted(left))}")
-        _clean_up(*sorted(left))
+        say(f"removing what killed runs left: {', '.join(left)}")
+        _clean_up(*left)
     listed = subprocess.run(
         ["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc", "SELECT datname FROM pg_database"],
         capture_output=True, text=True,

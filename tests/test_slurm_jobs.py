@@ -120,6 +120,20 @@ def test_squeue_rejects_lines_with_missing_columns():
         parse_squeue("41|41|N/A|PENDING")
 
 
+def test_a_poll_reads_only_the_rows_of_its_own_jobs_array_tasks_included():
+    # A login's queue lists every job of its Unix user: the portal's few, and whatever else
+    # the user (or another portal user on the same Unix user) has queued.
+    rows = parse_squeue(captured("squeue_active.txt"), of_jobs=["35", "39"])
+    assert sorted(row.slurm_id for row in rows) == ["35_1", "35_2", "35_3", "39"]
+    assert by_name(rows)["held"].comment == "tag|with|pipes"
+    assert parse_squeue(captured("squeue_active.txt"), of_jobs=[]) == []
+
+
+def test_a_poll_still_rejects_a_broken_line_among_other_jobs():
+    with pytest.raises(SlurmParseError):
+        parse_squeue("41|41|N/A|PENDING|Priority|N/A|0:00|UNLIMITED||u|n|c\n41", of_jobs=["7"])
+
+
 # sacct
 
 

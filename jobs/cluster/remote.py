@@ -203,7 +203,7 @@ def poll(account: ClusterAccount, since: datetime, slurm_ids: list[str]) -> Snap
     window = (since - timedelta(hours=1)).astimezone(UTC).replace(tzinfo=None)
     accounting = gateway.run(login, sacct_argv(login.username, window, slurm_ids))
     return Snapshot(
-        parse_squeue(queue.stdout),
+        parse_squeue(queue.stdout, slurm_ids),
         parse_sacct(accounting.stdout),
         accounting_down=accounting.exit_status != 0,
     )

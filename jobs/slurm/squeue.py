@@ -1,7 +1,7 @@
 """squeue: what is queued or running, and why it waits."""
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -85,7 +85,14 @@ class QueuedJob:
         return str(self.job_id)
 
 
-def parse_squeue(text: str) -> list[QueuedJob]:
+def parse_squeue(text: str, of_jobs: Collection[str] | None = None) -> list[QueuedJob]:
+    """The rows squeue printed; with `of_jobs` (Slurm ids, an array's own), only their rows. A
+    login's queue lists every job of its Unix user, the portal's or not, and a poll wants its
+    few: the others are not parsed (a user with hundreds of tasks queued, or many portal users
+    sharing one Unix user, would cost every poll that much parsing)."""
+    if of_jobs is not None:
+        wanted = {*of_jobs, None}
+        text = "\n".join(line for line in text.splitlines() if _array_job_id(line) in wanted)
     jobs = []
     for row in read_rows(text, tuple(name for name, _ in _SQUEUE_FIELDS)):
         task = row["array_task_id"].strip()
@@ -107,3 +114,10 @@ def parse_squeue(text: str) -> list[QueuedJob]:
             )
         )
     return jobs
+
+
+def _array_job_id(line: str) -> str | None:
+    """A row's array job id (its second column, "%F"), read without parsing the row; None keeps
+    a row too short to have one, so that parsing it says what is wrong."""
+    columns = line.split("|", 2)
+    return columns[1].strip() if len(columns) == 3 else None
