@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.db.models import Q, QuerySet
+from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from jobs.cluster import history, remote, tracking
@@ -75,17 +75,29 @@ def wake(**logins: object) -> None:
     ClusterAccount.objects.filter(quiet, **logins).update(quiet_polls=0, poll_after=None)
 
 
-def back_off(account: ClusterAccount, changed: bool, now: datetime) -> None:
+def back_off(account: ClusterAccount, changed: bool, now: datetime, *, releasing: str = "") -> None:
     """The login's next poll: at the next beat after a change; after each quiet poll twice as
     long as the last wait, up to POLL_MAX_SECONDS (no back-off when that is POLL_SECONDS or
-    less)."""
+    less). `releasing`: the holder whose hold this ends, in the same statement (`release`)."""
     quiet = 0 if changed else min(account.quiet_polls + 1, QUIET_POLLS_COUNTED)
     wait = min(settings.POLL_SECONDS * 2**quiet, settings.POLL_MAX_SECONDS) if quiet else 0
     after = now + timedelta(seconds=wait) if wait > settings.POLL_SECONDS else None
     # Unless a wake came while this poll ran: the owner's click wins.
-    as_read = ClusterAccount.objects.filter(pk=account.pk, quiet_polls=account.quiet_polls)
-    as_read.update(quiet_polls=quiet, poll_after=after)
+    as_read = Q(quiet_polls=account.quiet_polls)
+    update = {
+        "quiet_polls": _if(as_read, quiet, "quiet_polls"),
+        "poll_after": _if(as_read, after, "poll_after"),
+    }
+    if releasing:
+        update["polled_until"] = _if(Q(polled_by=releasing), None, "polled_until")
+    ClusterAccount.objects.filter(pk=account.pk).update(**update)
     account.quiet_polls, account.poll_after = quiet, after
+
+
+def _if(condition: Q, value: object, field: str) -> Case:
+    """`value` for the field where the row meets `condition`, else what the row has."""
+    kept = ClusterAccount._meta.get_field(field)
+    return Case(When(condition, then=Value(value)), default=F(field), output_field=kept)
 
 
 def poll_login(account: ClusterAccount, holder: str, *, states_read: bool = False) -> bool:
@@ -99,15 +111,19 @@ def poll_login(account: ClusterAccount, holder: str, *, states_read: bool = Fals
     try:
         if states_read:
             _read_files(account, list(account.jobs.filter(state__in=JobState.active())))
-            return False
-        changed = _poll(account)
-        back_off(account, changed, timezone.now())
-        # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two
-        # workers never poll one login at once.
-        logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
-        return changed
-    finally:
+        else:
+            changed = _poll(account)
+    except BaseException:
         release(account.pk, holder)
+        raise
+    if states_read:
+        release(account.pk, holder)
+        return False
+    # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two workers
+    # never poll one login at once.
+    logger.debug("Polled %s in %.0f ms", account, (time.monotonic() - began) * 1000)
+    back_off(account, changed, timezone.now(), releasing=holder)
+    return changed
 
 
 def _poll(account: ClusterAccount) -> bool:

@@ -30,7 +30,8 @@ FOUND = "Found in Slurm's accounting: submitted outside the portal."
 
 def due(now: datetime) -> Q:
     """The logins whose history is to be read now: every login with a key, once its last read
-    is HISTORY_READ_SECONDS old; none where HISTORY_DAYS is 0 (the read is off)."""
+    is HISTORY_READ_SECONDS old; none where HISTORY_DAYS is 0 (the read is off). is_due says
+    the same of one login in hand."""
     if not settings.HISTORY_DAYS:
         return Q(pk__in=[])
     last_read_before = now - timedelta(seconds=settings.HISTORY_READ_SECONDS)
@@ -41,10 +42,20 @@ def due(now: datetime) -> Q:
     )
 
 
+def is_due(account: ClusterAccount, now: datetime) -> bool:
+    """`due` for a login just read from the database, without asking it again (every poll)."""
+    if not settings.HISTORY_DAYS or not account.private_key_encrypted:
+        return False
+    if not account.cluster.host_key:
+        return False
+    last = account.history_read_until
+    return last is None or last <= now - timedelta(seconds=settings.HISTORY_READ_SECONDS)
+
+
 def window(account: ClusterAccount, now: datetime) -> datetime | None:
     """Where the read due at `now` starts; None when none is due. `now` is taken before sacct
     runs, so that the next window starts before anything this read could miss."""
-    if not ClusterAccount.objects.filter(due(now), pk=account.pk).exists():
+    if not is_due(account, now):
         return None
     if _submission_in_flight(account, now):
         # Its Slurm job may be listed before the portal has saved its id; on a cluster whose

@@ -112,11 +112,9 @@ def _read(
 
 def _history_windows(accounts: list[ClusterAccount], now: datetime) -> dict[int, datetime]:
     """Where each due login's history read starts (history.window), by its pk."""
-    due = ClusterAccount.objects.filter(history.due(now), pk__in=[a.pk for a in accounts])
-    due_pks = set(due.values_list("pk", flat=True))
     windows = {}
     for account in accounts:
-        if account.pk in due_pks and (since := history.window(account, now)) is not None:
+        if (since := history.window(account, now)) is not None:
             windows[account.pk] = since
     return windows
 

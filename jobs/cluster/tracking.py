@@ -69,10 +69,20 @@ def _state(row: QueuedJob | AccountedJob) -> JobState:
     return JobState(row.state)
 
 
-@transaction.atomic  # a poll cut short (the database restarting) saves nothing of it
 def apply(snapshot: Snapshot, jobs: list[Job]) -> list[Job]:
     """Saves what the snapshot says of `jobs`; returns those that changed."""
     now = timezone.now()
+    with transaction.atomic():  # a poll cut short (the database restarting) saves nothing of it
+        changed = _changes(snapshot, jobs)
+    # Then all of them stamped in one statement: a quiet poll (most are) costs one write, and
+    # no transaction (the block above sent nothing).
+    Job.objects.filter(pk__in=[job.pk for job in jobs]).update(polled=now, stale=False)
+    return changed
+
+
+def _changes(snapshot: Snapshot, jobs: list[Job]) -> list[Job]:
+    """Saves the jobs that the snapshot changes (an array's tasks, each it lists) with their
+    state changes; returns them."""
     by_parent: dict[str, list] = {}
     for row in snapshot.accounting:
         task = row.job_id.array_task_id
@@ -90,10 +100,9 @@ def apply(snapshot: Snapshot, jobs: list[Job]) -> list[Job]:
             job.reason = ACCOUNTING_DOWN
         if _tracked(job) != before:
             changed.append(job)
-    # Most polls change few jobs: save those, and stamp all of them in one statement.
-    Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
-    record.state_changes(changed, states_before)  # in this transaction: once, or not at all
-    Job.objects.filter(pk__in=[job.pk for job in jobs]).update(polled=now, stale=False)
+    if changed:
+        Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
+        record.state_changes(changed, states_before)  # in this transaction: once, or not at all
     return changed
 
 
