@@ -49,6 +49,7 @@ def due_logins(now: datetime, *, on_schedule: bool = True) -> QuerySet[ClusterAc
     logins = ClusterAccount.objects.filter(active | unread | stopped | history.due(now))
     if on_schedule:
         logins = logins.filter(Q(poll_after__isnull=True) | Q(poll_after__lte=now))
+        logins = logins.filter(_free(now, holder=None))  # a poll still queued or running
     return logins.select_related("cluster").distinct()
 
 
@@ -57,15 +58,32 @@ def hold(account_pk: int, holder: str) -> bool:
     that dies while polling holds it no longer than that. The holder may take it again (the
     dispatcher takes it for the task it sends, the task takes it once it runs)."""
     now = timezone.now()
-    free = Q(polled_until__isnull=True) | Q(polled_until__lt=now) | Q(polled_by=holder)
     until = now + timedelta(seconds=POLL_HOLD_SECONDS)
-    held = ClusterAccount.objects.filter(free, pk=account_pk)
+    held = ClusterAccount.objects.filter(_free(now, holder), pk=account_pk)
     return held.update(polled_until=until, polled_by=holder) == 1
 
 
-def release(account_pk: int, holder: str) -> None:
+def hold_all(account_pks: list[int], holder: str) -> set[int]:
+    """`hold` for many logins in two statements (beat's dispatcher, whose tasks then poll under
+    its `holder`): those of `account_pks` now held for it."""
+    now = timezone.now()
+    until = now + timedelta(seconds=POLL_HOLD_SECONDS)
+    free = ClusterAccount.objects.filter(_free(now, holder), pk__in=account_pks)
+    free.update(polled_until=until, polled_by=holder)
+    held = ClusterAccount.objects.filter(pk__in=account_pks, polled_by=holder)
+    return set(held.values_list("pk", flat=True))
+
+
+def _free(now: datetime, holder: str | None) -> Q:
+    """Logins no poll holds, or only `holder`'s."""
+    free = Q(polled_until__isnull=True) | Q(polled_until__lt=now)
+    return free | Q(polled_by=holder) if holder else free
+
+
+def release(account_pks: list[int], holder: str) -> None:
+    held = ClusterAccount.objects.filter(pk__in=account_pks, polled_by=holder)
     with contextlib.suppress(DatabaseError):  # the database is gone: the hold expires
-        ClusterAccount.objects.filter(pk=account_pk, polled_by=holder).update(polled_until=None)
+        held.update(polled_until=None)
 
 
 def wake(**logins: object) -> None:
@@ -114,10 +132,10 @@ def poll_login(account: ClusterAccount, holder: str, *, states_read: bool = Fals
         else:
             changed = _poll(account)
     except BaseException:
-        release(account.pk, holder)
+        release([account.pk], holder)
         raise
     if states_read:
-        release(account.pk, holder)
+        release([account.pk], holder)
         return False
     # Inside the hold: how long polls take, and (tests/test_two_workers.py) that two workers
     # never poll one login at once.

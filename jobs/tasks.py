@@ -199,22 +199,21 @@ def _send_polls() -> None:
 
 
 def _send_login_polls(accounts: list[ClusterAccount], *, states_read: bool = False) -> int:
-    """One poll_login per login that no other poll holds; how many were sent."""
-    sent = 0
-    for account in accounts:
-        task_id = str(uuid.uuid4())
-        if not polling.hold(account.pk, task_id):
-            continue  # its poll is still queued or running
+    """One poll_login per login that no other poll holds, all held at once for this dispatch;
+    how many were sent."""
+    dispatch = str(uuid.uuid4())
+    held = polling.hold_all([account.pk for account in accounts], dispatch)
+    pks = [account.pk for account in accounts if account.pk in held]
+    for sent, pk in enumerate(pks):
         try:
             poll_login.apply_async(
-                [account.pk], {"states_read": states_read}, task_id=task_id, **_poll_options()
+                [pk], {"states_read": states_read, "holder": dispatch}, **_poll_options()
             )
         except BrokerUnreachable as error:
-            polling.release(account.pk, task_id)
+            polling.release(pks[sent:], dispatch)
             logger.warning("The task queue did not take the polls: %s", error)
-            break
-        sent += 1
-    return sent
+            return sent
+    return len(pks)
 
 
 @shared_task(name="jobs.tasks.poll_cluster", bind=True, max_retries=len(RETRY_DELAYS))
@@ -253,11 +252,12 @@ def _through_reader(cluster: Cluster, accounts: list, now, holder: str) -> list 
 
 
 @shared_task(name="jobs.tasks.poll_login", bind=True, max_retries=len(RETRY_DELAYS))
-def poll_login(self, account_id: int, states_read: bool = False) -> None:
-    """One login's poll (jobs.polling.poll_login), under the hold its dispatcher took for it;
-    a poll cut short by the database going away is tried again by the same task, which takes
-    its own hold back at once."""
-    holder = self.request.id or str(uuid.uuid4())
+def poll_login(self, account_id: int, states_read: bool = False, holder: str | None = None) -> None:
+    """One login's poll (jobs.polling.poll_login), under the hold its dispatcher took for it
+    (`holder`; a task sent before dispatches held in bulk holds under its own id); a poll cut
+    short by the database going away is tried again by the same task, which takes its hold
+    back at once."""
+    holder = holder or self.request.id or str(uuid.uuid4())
     try:
         account = ClusterAccount.objects.select_related("cluster").filter(pk=account_id).first()
         if account is None:
