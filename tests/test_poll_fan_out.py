@@ -244,3 +244,37 @@ def test_without_back_off_every_login_is_polled_at_every_beat(local_login, setti
         polling.back_off(local_login, changed=False, now=timezone.now())
     local_login.refresh_from_db()
     assert local_login.poll_after is None
+
+
+@pytest.mark.django_db
+def test_a_dispatch_holds_only_the_logins_no_other_poll_holds(
+    local_login, django_user_model
+) -> None:
+    other = ClusterAccount.objects.create(
+        owner=django_user_model.objects.create_user("other-login"),
+        cluster=local_login.cluster,
+        username="someone",
+    )
+    assert polling.hold(other.pk, "a poll still running")
+    held = polling.hold_all([local_login.pk, other.pk], "this dispatch")
+    assert held == {local_login.pk}
+    # Beat no longer even asks for a login whose poll is queued or running.
+    assert polling.hold_all([local_login.pk], "the next dispatch") == set()
+    # Its task polls under the dispatch's hold and lets the login go as it schedules the next.
+    local_login.refresh_from_db()
+    polling.back_off(local_login, changed=True, now=timezone.now(), releasing="this dispatch")
+    assert polling.hold_all([local_login.pk], "the next dispatch") == {local_login.pk}
+
+
+@pytest.mark.django_db
+def test_a_wake_during_a_poll_wins_over_that_polls_back_off(local_login, settings) -> None:
+    settings.POLL_SECONDS, settings.POLL_MAX_SECONDS = 10, 60
+    polling.back_off(local_login, changed=False, now=timezone.now())
+    local_login.refresh_from_db()
+    assert polling.hold(local_login.pk, "poll")
+    as_the_poll_read_it = ClusterAccount.objects.get(pk=local_login.pk)
+    polling.wake(pk=local_login.pk)  # its owner opens a job page while the poll runs
+    polling.back_off(as_the_poll_read_it, changed=False, now=timezone.now(), releasing="poll")
+    local_login.refresh_from_db()
+    assert (local_login.quiet_polls, local_login.poll_after) == (0, None)
+    assert local_login.polled_until is None  # released all the same

@@ -29,6 +29,11 @@ UPDATED_FIELDS = [
 ]  # fmt: skip
 
 
+# Up to this many changed jobs are saved one UPDATE each: building bulk_update's CASE for each
+# of UPDATED_FIELDS costs more than the statements it saves (a login's first poll, mostly).
+FEW = 3
+
+
 def _tracked(job: Job) -> tuple:
     return tuple(getattr(job, name) for name in UPDATED_FIELDS)
 
@@ -100,8 +105,14 @@ def _changes(snapshot: Snapshot, jobs: list[Job]) -> list[Job]:
             job.reason = ACCOUNTING_DOWN
         if _tracked(job) != before:
             changed.append(job)
-    if changed:
+    if len(changed) <= FEW:
+        for job in changed:
+            Job.objects.filter(pk=job.pk).update(
+                **{name: getattr(job, name) for name in UPDATED_FIELDS}
+            )
+    else:
         Job.objects.bulk_update(changed, UPDATED_FIELDS, batch_size=200)
+    if changed:
         record.state_changes(changed, states_before)  # in this transaction: once, or not at all
     return changed
 
