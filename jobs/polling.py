@@ -1,8 +1,8 @@
 """Which logins are polled when, and one login's poll.
 
-Beat's dispatcher (jobs.tasks.poll_clusters) asks `due_logins` and sends one task per login;
-each task takes the login's hold (`hold`), polls it (`poll_login`) and schedules its next poll
-(`back_off`). A login whose jobs stayed as they were is polled less and less often, up to
+Beat's dispatcher (jobs.tasks.poll_clusters) asks `due_logins`, holds them (`hold_all`) and
+sends a task per POLL_BATCH logins; the task polls each (`poll_login`) and schedules its next
+poll (`back_off`). A login whose jobs stayed as they were is polled less and less often, up to
 POLL_MAX_SECONDS apart, so that the cost follows activity; a change, a submission or its owner
 opening a job page (`wake`) brings it back to every POLL_SECONDS.
 """

@@ -157,10 +157,11 @@ def submitted_script(job: Job) -> str:
 
 @shared_task(name="jobs.tasks.poll_clusters", bind=True, max_retries=len(RETRY_DELAYS))
 def poll_clusters(self) -> None:
-    """Beat's poll, every POLL_SECONDS: sends one `poll_login` per login that is due, and one
-    `read_cluster_load` per cluster, to the POLL_QUEUE, so that polls spread over every worker
-    of that queue on every machine; then sends the e-mails a failing mail server left for later.
-    A login whose poll is still queued or running is held (jobs.polling.hold) and skipped.
+    """Beat's poll, every POLL_SECONDS: sends one `poll_logins` per POLL_BATCH logins that are
+    due, and one `read_cluster_load` per cluster, to the POLL_QUEUE, so that polls spread over
+    every worker of that queue on every machine; then sends the e-mails a failing mail server
+    left for later. A login whose poll is still queued or running is held
+    (jobs.polling.hold_all) and skipped.
 
     Called directly or with apply() (tests, benches, a shell), it polls every login with
     something to poll in this process instead, back-off or not: one squeue and one sacct per
@@ -199,15 +200,16 @@ def _send_polls() -> None:
 
 
 def _send_login_polls(accounts: list[ClusterAccount], *, states_read: bool = False) -> int:
-    """One poll_login per login that no other poll holds, all held at once for this dispatch;
-    how many were sent."""
+    """Polls of the logins that no other poll holds, POLL_BATCH logins a task, all held at once
+    for this dispatch; how many logins were sent."""
     dispatch = str(uuid.uuid4())
     held = polling.hold_all([account.pk for account in accounts], dispatch)
     pks = [account.pk for account in accounts if account.pk in held]
-    for sent, pk in enumerate(pks):
+    for sent in range(0, len(pks), settings.POLL_BATCH):
+        batch = pks[sent : sent + settings.POLL_BATCH]
         try:
-            poll_login.apply_async(
-                [pk], {"states_read": states_read, "holder": dispatch}, **_poll_options()
+            poll_logins.apply_async(
+                [batch], {"states_read": states_read, "holder": dispatch}, **_poll_options()
             )
         except BrokerUnreachable as error:
             polling.release(pks[sent:], dispatch)
@@ -220,7 +222,7 @@ def _send_login_polls(accounts: list[ClusterAccount], *, states_read: bool = Fal
 def poll_cluster(self, cluster_id: int) -> None:
     """Every login's jobs on a cluster with a reader (jobs.cluster.reader_poll), back-off or
     not: the same few Slurm commands for 10 logins or 1,000. Then the GPU samples and stop lines
-    of those that have some, one poll_login each (SFTP, no Slurm command). A reader that does
+    of those that have some, in `poll_logins` batches (SFTP, no Slurm command). A reader that does
     not answer hands this cycle to the logins' own polls."""
     holder = self.request.id or str(uuid.uuid4())
     try:
@@ -251,25 +253,40 @@ def _through_reader(cluster: Cluster, accounts: list, now, holder: str) -> list 
         return None
 
 
+@shared_task(name="jobs.tasks.poll_logins", bind=True, max_retries=len(RETRY_DELAYS))
+def poll_logins(
+    self, account_ids: list[int], states_read: bool = False, holder: str | None = None
+) -> None:
+    """These logins' polls one after another (jobs.polling.poll_login), under the hold their
+    dispatcher took for them (`holder`); one login's failure costs the others nothing. A batch
+    cut short by the database going away is tried again whole by the same task, which takes its
+    holds back at once (a login polled twice saves nothing twice)."""
+    _poll_each(self, account_ids, states_read, holder)
+
+
 @shared_task(name="jobs.tasks.poll_login", bind=True, max_retries=len(RETRY_DELAYS))
-def poll_login(self, account_id: int, states_read: bool = False, holder: str | None = None) -> None:
-    """One login's poll (jobs.polling.poll_login), under the hold its dispatcher took for it
-    (`holder`; a task sent before dispatches held in bulk holds under its own id); a poll cut
-    short by the database going away is tried again by the same task, which takes its hold
-    back at once."""
-    holder = holder or self.request.id or str(uuid.uuid4())
+def poll_login(self, account_id: int, states_read: bool = False, holder: str | None = None):
+    """One login's poll, as a portal before batches queued it: a batch of one."""
+    _poll_each(self, [account_id], states_read, holder)
+
+
+def _poll_each(task, account_ids: list[int], states_read: bool, holder: str | None) -> None:
+    holder = holder or task.request.id or str(uuid.uuid4())
+    changed = False
     try:
-        account = ClusterAccount.objects.select_related("cluster").filter(pk=account_id).first()
-        if account is None:
-            return  # the login was deleted meanwhile
-        changed = polling.poll_login(account, holder, states_read=states_read)
+        logins = ClusterAccount.objects.select_related("cluster").filter(pk__in=account_ids)
+        for account in logins:  # a login deleted meanwhile is not there
+            try:
+                changed |= polling.poll_login(account, holder, states_read=states_read)
+            except DATABASE_GONE:
+                raise
+            except Exception:
+                logger.exception("The poll of %s failed", account)
     except DATABASE_GONE as error:
-        # What a poll read was saved in one transaction or not at all; polled again, the jobs
-        # it saved change nothing twice.
-        if self.request.called_directly or self.request.retries >= self.max_retries:
-            raise  # the hold expires and beat sends the login again
+        if task.request.called_directly or task.request.retries >= task.max_retries:
+            raise  # the holds expire and beat sends the logins again
         logger.warning("Polling stopped on the database, trying again: %s", error)
-        raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
+        raise task.retry(countdown=RETRY_DELAYS[task.request.retries]) from None
     if changed:
         mail.send_due()  # a job started or ended: its owner hears now, not at the next beat
 

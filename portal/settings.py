@@ -230,6 +230,9 @@ POLL_MAX_SECONDS = env_int("POLL_MAX_SECONDS", 6 * POLL_SECONDS, minimum=1)
 # Beat sends each login's poll to this queue, so that submissions (the default queue, "celery")
 # never wait behind polls: run a worker for each, or one with `--queues celery,poll`.
 POLL_QUEUE = env_str("POLL_QUEUE", "poll")
+# Logins per poll task: a site with hundreds due at once sends a quarter of the messages, each
+# costing the broker and a worker their own round of receiving, tracing and acknowledging.
+POLL_BATCH = env_int("POLL_BATCH", 4, minimum=1)
 # How long "Could it start sooner?" waits for Slurm's estimates of every change, asked at once.
 SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
 # Every login's jobs are also read from Slurm's accounting, those submitted outside the portal
@@ -246,6 +249,7 @@ SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
 SUBMIT_SWEEP_SECONDS = env_int("SUBMIT_SWEEP_SECONDS", 60, minimum=1)
 CELERY_TASK_ROUTES = {
     "jobs.tasks.poll_login": {"queue": POLL_QUEUE},
+    "jobs.tasks.poll_logins": {"queue": POLL_QUEUE},
     "jobs.tasks.read_cluster_load": {"queue": POLL_QUEUE},
     "jobs.tasks.poll_cluster": {"queue": POLL_QUEUE},
 }

@@ -108,7 +108,9 @@ def test_two_workers_never_poll_a_login_at_once_nor_submit_twice(
 
 
 def _polled_by_both(folder: Path) -> bool:
-    return all("poll_login[" in (folder / name).read_text() for name in ("first.log", "second.log"))
+    return all(
+        "poll_logins[" in (folder / name).read_text() for name in ("first.log", "second.log")
+    )
 
 
 def _polls(folder: Path) -> list[tuple[str, datetime, datetime]]:
