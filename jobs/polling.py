@@ -182,11 +182,17 @@ def with_files_to_read(accounts: list[ClusterAccount], now: datetime) -> list[Cl
 
 def _read_files(account: ClusterAccount, jobs: list[Job]) -> None:
     """What a poll reads besides Slurm's answers: stopped scripts' reasons and GPU samples."""
-    _say_why_scripts_stopped(account)
+    # Both come from jobs running or ended lately; most polls find none ended (one cheap query
+    # instead of two that look for what ended jobs left to read).
+    since = timezone.now() - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
+    any_ended = account.jobs.filter(ended__gte=since).exists()
+    if any_ended:
+        _say_why_scripts_stopped(account)
     # GPU samples are read with the states they belong to; failing to read them marks no job
     # stale (the states are fresh) and costs nothing but a retry next poll.
     try:
-        sample_files.collect(account, [job for job in jobs if not job.is_outside])
+        portal_jobs = [job for job in jobs if not job.is_outside]
+        sample_files.collect(account, portal_jobs, any_ended=any_ended)
     except ClusterError as error:
         logger.warning("GPU samples of %s not read: %s", account, error.message)
     except DATABASE_GONE:

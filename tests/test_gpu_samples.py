@@ -216,7 +216,7 @@ def test_a_cluster_error_in_collect_does_not_break_the_poll(job, monkeypatch, ca
 
     monkeypatch.setattr(remote, "poll", lambda *args: Snapshot([], []))
 
-    def broken(account, jobs):
+    def broken(account, jobs, **options):
         raise ClusterError(ErrorKind.DISCONNECTED, "The connection was lost.", retryable=True)
 
     monkeypatch.setattr(sample_files, "collect", broken)

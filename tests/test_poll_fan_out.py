@@ -289,3 +289,11 @@ def test_a_wake_during_a_poll_wins_over_that_polls_back_off(local_login, setting
     local_login.refresh_from_db()
     assert (local_login.quiet_polls, local_login.poll_after) == (0, None)
     assert local_login.polled_until is None  # released all the same
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_poll_queued_one_login_a_task_by_an_older_portal_still_runs(local_login) -> None:
+    tasks.poll_login.apply(args=[local_login.pk])
+    local_login.refresh_from_db()
+    assert local_login.quiet_polls == 1  # polled, with nothing to change
+    assert local_login.polled_until is None  # and let go

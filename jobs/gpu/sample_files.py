@@ -57,23 +57,28 @@ def _just_ended(part: Job | JobTask, now: datetime) -> bool:
     return part.ended is None or part.ended >= now - timedelta(seconds=FINAL_READ_SECONDS)
 
 
-def parts_to_read(account: ClusterAccount, jobs: Iterable[Job], now: datetime) -> list[Part]:
+def parts_to_read(
+    account: ClusterAccount, jobs: Iterable[Job], now: datetime, *, any_ended: bool = True
+) -> list[Part]:
     """The jobs and tasks whose files may have new lines: running ones, ones that ended since
-    the last poll, and ones that ended lately with a file that has not given its summary yet."""
+    the last poll, and ones that ended lately with a file that has not given its summary yet
+    (looked for only when `any_ended`: the caller may know that none of the login's jobs ended
+    within FINAL_READ_SECONDS)."""
     cutoff = now - timedelta(seconds=FINAL_READ_SECONDS)
     chosen = {
         job.pk: job
         for job in jobs
         if job.slurm_id and (job.state in STILL_SAMPLED or _just_ended(job, now))
     }
-    unfinished = (
-        account.jobs.filter(state__in=JobState.final(), ended__gte=cutoff)
-        .filter(sample_files__finished=False)
-        .exclude(pk__in=list(chosen))
-        .exclude(slurm_id="")
-        .distinct()
-    )
-    chosen.update((job.pk, job) for job in unfinished)
+    if any_ended:
+        unfinished = (
+            account.jobs.filter(state__in=JobState.final(), ended__gte=cutoff)
+            .filter(sample_files__finished=False)
+            .exclude(pk__in=list(chosen))
+            .exclude(slurm_id="")
+            .distinct()
+        )
+        chosen.update((job.pk, job) for job in unfinished)
     tasks: dict[int, list[JobTask]] = {}
     for task in JobTask.objects.filter(job_id__in=list(chosen)):
         tasks.setdefault(task.job_id, []).append(task)
@@ -93,12 +98,18 @@ def file_name(label: str, node: str) -> str:
     return f"gpu-{label}.{node}.jsonl"
 
 
-def collect(account: ClusterAccount, jobs: Iterable[Job], now: datetime | None = None) -> Collected:
+def collect(
+    account: ClusterAccount,
+    jobs: Iterable[Job],
+    now: datetime | None = None,
+    *,
+    any_ended: bool = True,
+) -> Collected:
     """Reads and stores the new lines of the sample files of `account`'s jobs (see
     parts_to_read()), at most READ_CAP bytes a file. A file not there (yet) is skipped quietly.
     Cluster errors (ClusterError) propagate: nothing is stored then, and the next poll retries."""
     now = now or timezone.now()
-    parts = parts_to_read(account, jobs, now)
+    parts = parts_to_read(account, jobs, now, any_ended=any_ended)
     if not parts:
         return Collected()
     login = remote.login_for(account)
