@@ -265,7 +265,7 @@ def poll_logins(
 
 
 @shared_task(name="jobs.tasks.poll_login", bind=True, max_retries=len(RETRY_DELAYS))
-def poll_login(self, account_id: int, states_read: bool = False, holder: str | None = None):
+def poll_login(self, account_id: int, states_read: bool = False, holder: str | None = None) -> None:
     """One login's poll, as a portal before batches queued it: a batch of one."""
     _poll_each(self, [account_id], states_read, holder)
 
