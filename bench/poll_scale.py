@@ -255,6 +255,14 @@ def _make_unix_users(names: list[str], public_lines: list[str], like: str) -> No
             os.chown(path, user.pw_uid, group)
     add = ["sacctmgr", "-i", "add", "user", f"name={','.join(names)}", f"account={ACCOUNT}"]
     subprocess.run(add, env=SLURM_ENV, check=True, capture_output=True)
+    # slurmdbd hands new associations to slurmctld a moment later; sbatch is refused until then.
+    _wait(lambda: _controller_knows(names), 60, "slurmctld to know the new users")
+
+
+def _controller_knows(names: list[str]) -> bool:
+    asked = ["scontrol", "show", "assoc_mgr", f"users={','.join(names)}", "flags=assoc"]
+    shown = subprocess.run(asked, env=SLURM_ENV, capture_output=True, text=True).stdout
+    return set(names) <= set(re.findall(r"UserName=([^(\s]+)\(", shown))
 
 
 def _run_site(options, env: dict[str, str], work: Path, port: int, size: int) -> None:
