@@ -3,6 +3,7 @@ cluster, jobs with their array tasks and events, and the GPU samples read from t
 here with its transitions; nothing here talks to a cluster."""
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.validators import RegexValidator
@@ -356,6 +357,25 @@ class Job(models.Model):
     def is_outside(self) -> bool:
         """Submitted with sbatch outside the portal: no script, no job folder, no composition."""
         return self.origin == JobOrigin.OUTSIDE
+
+    @property
+    def unchecked(self) -> bool:
+        """Active, and no poll has read it when one was due: the next poll was due a period after
+        the last good one (or when the login's back-off put it) and has not come for two periods
+        more, whatever the reason (a worker lost mid-poll, workers stopped, a broker down)."""
+        last = self.polled or self.submitted
+        if self.is_final or not self.slurm_id or last is None:
+            return False
+        period = timedelta(seconds=settings.POLL_SECONDS)
+        due = last + period
+        if (backed_off := self.account.poll_after) and backed_off > due:
+            due = backed_off
+        return timezone.now() > due + 2 * period
+
+    @property
+    def looks_stale(self) -> bool:
+        """What pages and the API call stale: the last poll failed, or none came in time."""
+        return self.stale or self.unchecked
 
     @property
     def state_explanation(self) -> str:

@@ -53,12 +53,13 @@ def due_logins(now: datetime, *, on_schedule: bool = True) -> QuerySet[ClusterAc
     return logins.select_related("cluster").distinct()
 
 
-def hold(account_pk: int, holder: str) -> bool:
-    """Takes the login for `holder` (a poll task's id) for POLL_HOLD_SECONDS at most: a worker
-    that dies while polling holds it no longer than that. The holder may take it again (the
-    dispatcher takes it for the task it sends, the task takes it once it runs)."""
+def hold(account_pk: int, holder: str, seconds: float = POLL_HOLD_SECONDS) -> bool:
+    """Takes the login for `holder` (a poll task's id) for `seconds`: a worker that dies while
+    polling holds it no longer than that (a worker's task takes a lease its process renews:
+    jobs.poll_leases). The holder may take it again (the dispatcher takes it for the task it
+    sends, the task takes it once it runs)."""
     now = timezone.now()
-    until = now + timedelta(seconds=POLL_HOLD_SECONDS)
+    until = now + timedelta(seconds=seconds)
     held = ClusterAccount.objects.filter(_free(now, holder), pk=account_pk)
     return held.update(polled_until=until, polled_by=holder) == 1
 
@@ -88,9 +89,11 @@ def release(account_pks: list[int], holder: str) -> None:
 
 def wake(**logins: object) -> None:
     """Polls these logins (filtered as ClusterAccount.objects.filter) at the next beat: their
-    owner is looking, or has just submitted."""
-    quiet = Q(quiet_polls__gt=0) | Q(poll_after__isnull=False)
-    ClusterAccount.objects.filter(quiet, **logins).update(quiet_polls=0, poll_after=None)
+    owner is looking, or has just submitted. Their next poll is due now (`poll_after`), which is
+    also what a job's staleness counts from (Job.unchecked)."""
+    now = timezone.now()
+    quiet = Q(quiet_polls__gt=0) | Q(poll_after__gt=now)
+    ClusterAccount.objects.filter(quiet, **logins).update(quiet_polls=0, poll_after=now)
 
 
 def back_off(account: ClusterAccount, changed: bool, now: datetime, *, releasing: str = "") -> None:
@@ -118,12 +121,18 @@ def _if(condition: Q, value: object, field: str) -> Case:
     return Case(When(condition, then=Value(value)), default=F(field), output_field=kept)
 
 
-def poll_login(account: ClusterAccount, holder: str, *, states_read: bool = False) -> bool:
+def poll_login(
+    account: ClusterAccount,
+    holder: str,
+    *,
+    states_read: bool = False,
+    hold_seconds: float = POLL_HOLD_SECONDS,
+) -> bool:
     """Polls one login under its hold and schedules its next poll; nothing when another poll
     holds it. Whether any of its jobs changed. `states_read`: a cluster-wide reader has read its
     jobs' states already (jobs.cluster.reader_poll): only its files are read, over SSH but with no
-    Slurm command."""
-    if not hold(account.pk, holder):
+    Slurm command. `hold_seconds`: how long the hold lasts unless renewed (`hold`)."""
+    if not hold(account.pk, holder, hold_seconds):
         return False
     began = time.monotonic()
     try:

@@ -18,7 +18,7 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from guidance.engine.slurm_refusals import explain_refusal
 from guidance.models import Cluster
-from jobs import polling
+from jobs import poll_leases, polling
 from jobs.cluster import cluster_load, reader_poll, remote
 from jobs.cluster.errors import ClusterError
 from jobs.gpu.monitoring import with_monitoring
@@ -231,7 +231,9 @@ def poll_cluster(self, cluster_id: int) -> None:
             return
         now = timezone.now()
         accounts = list(polling.due_logins(now, on_schedule=False).filter(cluster=cluster))
-        if (read := _through_reader(cluster, accounts, now, holder)) is None:
+        with poll_leases.keep(holder):  # a killed worker's reader is free again within a lease
+            read = _through_reader(cluster, accounts, now, holder, poll_leases.lease_seconds())
+        if read is None:
             _send_login_polls(accounts)
             return
         _send_login_polls(polling.with_files_to_read(read, now), states_read=True)
@@ -243,11 +245,13 @@ def poll_cluster(self, cluster_id: int) -> None:
         raise self.retry(countdown=RETRY_DELAYS[self.request.retries]) from None
 
 
-def _through_reader(cluster: Cluster, accounts: list, now, holder: str) -> list | None:
+def _through_reader(
+    cluster: Cluster, accounts: list, now, holder: str, hold_seconds: float | None = None
+) -> list | None:
     """The logins the cluster's reader read (none while another worker reads it); None when the
     reader did not answer."""
     try:
-        return reader_poll.poll_cluster(cluster, accounts, now, holder)
+        return reader_poll.poll_cluster(cluster, accounts, now, holder, hold_seconds)
     except ClusterError as error:
         logger.warning("%s polled login by login: its reader says %s", cluster, error.message)
         return None
@@ -273,15 +277,11 @@ def poll_login(self, account_id: int, states_read: bool = False, holder: str | N
 def _poll_each(task, account_ids: list[int], states_read: bool, holder: str | None) -> None:
     holder = holder or task.request.id or str(uuid.uuid4())
     changed = False
+    lease = poll_leases.lease_seconds()
     try:
         logins = ClusterAccount.objects.select_related("cluster").filter(pk__in=account_ids)
-        for account in logins:  # a login deleted meanwhile is not there
-            try:
-                changed |= polling.poll_login(account, holder, states_read=states_read)
-            except DATABASE_GONE:
-                raise
-            except Exception:
-                logger.exception("The poll of %s failed", account)
+        with poll_leases.keep(holder):  # a killed worker's logins are free again within a lease
+            changed = _poll_held(logins, holder, states_read, lease)
     except DATABASE_GONE as error:
         if task.request.called_directly or task.request.retries >= task.max_retries:
             raise  # the holds expire and beat sends the logins again
@@ -289,6 +289,20 @@ def _poll_each(task, account_ids: list[int], states_read: bool, holder: str | No
         raise task.retry(countdown=RETRY_DELAYS[task.request.retries]) from None
     if changed:
         mail.send_due()  # a job started or ended: its owner hears now, not at the next beat
+
+
+def _poll_held(logins, holder: str, states_read: bool, lease: float) -> bool:
+    changed = False
+    for account in logins:  # a login deleted meanwhile is not there
+        try:
+            changed |= polling.poll_login(
+                account, holder, states_read=states_read, hold_seconds=lease
+            )
+        except DATABASE_GONE:
+            raise
+        except Exception:
+            logger.exception("The poll of %s failed", account)
+    return changed
 
 
 @shared_task(name="jobs.tasks.read_cluster_load")

@@ -124,7 +124,11 @@ class JobOut(Schema):
         description="Pending jobs of the partition before this one by priority."
     )
     origin: JobOrigin = Field(description="portal, or outside: sbatch run by hand.")
-    stale: bool = Field(description="The last poll could not reach the cluster.")
+    stale: bool = Field(
+        description="The last poll could not reach the cluster, or no poll read the job for "
+        "more than two poll periods after one was due: `polled` says when it was last read."
+    )
+    polled: datetime | None = Field(description="When a poll last read the job.")
     created: datetime
     submitted: datetime | None
     started: datetime | None
@@ -142,6 +146,10 @@ class JobOut(Schema):
     @staticmethod
     def resolve_cluster(job: Job) -> str:
         return job.account.cluster.slug
+
+    @staticmethod
+    def resolve_stale(job: Job) -> bool:
+        return job.looks_stale
 
     @staticmethod
     def resolve_reason_text(job: Job) -> str:

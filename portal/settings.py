@@ -247,6 +247,10 @@ HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", 6 * POLL_SECONDS, minimum
 SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
 # How often beat's sweep looks for such jobs, and for ones the broker did not take (Redis down).
 SUBMIT_SWEEP_SECONDS = env_int("SUBMIT_SWEEP_SECONDS", 60, minimum=1)
+# A worker takes a message only when a process of its pool is free: a killed worker then loses
+# only the polls it was running, whose leases run out (jobs.poll_leases), not a batch it had
+# reserved and not begun, held until POLL_HOLD_SECONDS.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ROUTES = {
     "jobs.tasks.poll_login": {"queue": POLL_QUEUE},
     "jobs.tasks.poll_logins": {"queue": POLL_QUEUE},

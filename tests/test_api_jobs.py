@@ -402,7 +402,7 @@ def test_following_a_waiting_job_through_the_api_polls_its_login_at_every_beat(
     ClusterAccount.objects.filter(pk=account.pk).update(quiet_polls=3, poll_after=later)
     assert client.get(f"/api/v1/jobs/{job.pk}", headers=_auth(secret)).status_code == 200
     account.refresh_from_db()
-    assert (account.quiet_polls, account.poll_after) == (0, None)
+    assert account.quiet_polls == 0 and account.poll_after <= timezone.now()
 
     # A job that has ended needs no poll: following it wakes nothing.
     Job.objects.filter(pk=job.pk).update(state=JobState.COMPLETED)

@@ -37,15 +37,20 @@ def configured(cluster: Cluster) -> bool:
 
 
 def poll_cluster(
-    cluster: Cluster, accounts: list[ClusterAccount], now: datetime, holder: str = ""
+    cluster: Cluster,
+    accounts: list[ClusterAccount],
+    now: datetime,
+    holder: str = "",
+    hold_seconds: float | None = None,
 ) -> list[ClusterAccount]:
     """Reads the states of all `accounts`' active jobs, and the history of those whose history is
     due, through the cluster's reader, and saves them; returns the accounts read: all of them,
     or none when another worker reads the cluster right now. `holder` (the task's id) takes
-    back a hold it left. Raises ClusterError when the reader cannot answer: poll each login
-    through its own key then."""
+    back a hold it left; `hold_seconds` (READ_HOLD_SECONDS by default) is how long that hold
+    lasts unless renewed (jobs.poll_leases). Raises ClusterError when the reader cannot answer:
+    poll each login through its own key then."""
     holder = holder or str(uuid.uuid4())
-    reader = _hold(cluster, holder)
+    reader = _hold(cluster, holder, hold_seconds or READ_HOLD_SECONDS)
     if reader is None:
         return []
     try:
@@ -55,10 +60,10 @@ def poll_cluster(
     return accounts
 
 
-def _hold(cluster: Cluster, holder: str) -> ClusterReader | None:
+def _hold(cluster: Cluster, holder: str, seconds: float) -> ClusterReader | None:
     now = timezone.now()
     free = Q(reading_until__isnull=True) | Q(reading_until__lt=now) | Q(read_by=holder)
-    until = now + timedelta(seconds=READ_HOLD_SECONDS)
+    until = now + timedelta(seconds=seconds)
     readers = ClusterReader.objects.filter(cluster=cluster, enabled=True)
     if readers.filter(free).update(reading_until=until, read_by=holder) == 1:
         return readers.get()
