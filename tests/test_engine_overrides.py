@@ -116,3 +116,16 @@ def test_an_unknown_node_type_lists_the_clusters_own():
     [error] = rec.errors
     assert error.code == "unknown_partition"
     assert "has no node type h100: choose one of a100, a6000, rtx" in error.message
+
+
+@pytest.mark.parametrize(("hours", "limit_hours", "parts"), [(60, 12, 5), (30, 8, 4), (20, 6, 4)])
+def test_a_time_limit_set_by_hand_lengthens_the_chain_to_cover_the_work(hours, limit_hours, parts):
+    rec = _set(minutes=limit_hours * 60, hours=hours, checkpointing=True)
+    assert rec.ok and rec.chain.jobs == parts
+    assert rec.chain.jobs * rec.resources.minutes.value >= hours * 60
+    assert "time_under_duration" not in codes(rec.warnings)
+
+
+def test_a_longer_time_limit_by_hand_makes_fewer_longer_parts():
+    rec = _set(minutes=48 * 60, hours=96, checkpointing=True)
+    assert rec.chain.jobs == 2 and rec.resources.time == "2-00:00:00"

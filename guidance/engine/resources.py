@@ -26,6 +26,11 @@ def plan_chain(
     chunk = cluster.policy.checkpoint_chunk_hours
     # A partition whose limit is under the chunk sets the length of each part.
     per_job = min(chunk, partition.max_hours)
+    by_hand = spec.overrides.minutes
+    if spec.checkpointing and by_hand:
+        # Each part runs as long as the time limit the user set, and the chain has as many parts
+        # as the work then needs: never fewer, which would stop the work short.
+        per_job = min(by_hand / 60, partition.max_hours)
     if spec.hours <= per_job:
         return None
     if not spec.checkpointing:
