@@ -5,18 +5,32 @@ from django import forms
 from guidance import models, published
 from guidance.engine import JobSpec, TierKind, Workload
 from guidance.engine.validation import PERSISTENT_KINDS
+from guidance.nul import refuse_nul
 
 
-class ClusterChoiceField(forms.ModelChoiceField):
+class SlugChoiceField(forms.ModelChoiceField):
+    """A model chosen by its slug. The slug is looked up before any validator runs, and
+    PostgreSQL fails a lookup holding a NUL: it is refused first, beside the field."""
+
+    def __init__(self, queryset, **kwargs):
+        super().__init__(queryset, to_field_name="slug", **kwargs)
+
+    def to_python(self, value):
+        refuse_nul(value)
+        return super().to_python(value)
+
+
+class ClusterChoiceField(SlugChoiceField):
     """A cluster chosen by its slug, with all its facts, from the guidance each process keeps
     (guidance.published) rather than four queries; the list to choose from is the queryset's."""
 
     def __init__(self, **kwargs):
         queryset = models.Cluster.objects.order_by("name")
-        super().__init__(queryset, to_field_name="slug", empty_label=None, **kwargs)
+        super().__init__(queryset, empty_label=None, **kwargs)
         self.loaded: models.Cluster | None = None  # the form's, once it has read it
 
     def to_python(self, value) -> models.Cluster | None:
+        refuse_nul(value)
         if value in self.empty_values:
             return None
         if isinstance(value, models.Cluster):

@@ -15,6 +15,7 @@ from guidance.engine.code_check.catalogue import RuleInfo
 from guidance.engine.sources import Source
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm
+from guidance.nul import checks_nul_per_field
 
 
 def _articles_for(cluster: models.Cluster | None):
@@ -87,6 +88,7 @@ def cluster(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "guidance/cluster.html", ctx)
 
 
+@checks_nul_per_field
 @login_required
 @require_safe
 def advice(request: HttpRequest, slug: str) -> HttpResponse:

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from guidance.nul import checks_nul_per_field
 from portal.models import ApiToken
 
 
@@ -23,6 +24,7 @@ def _get_token_for_user(request: HttpRequest, pk: int) -> ApiToken:
     return get_object_or_404(ApiToken, pk=pk, user=request.user, revoked=None)
 
 
+@checks_nul_per_field
 @login_required
 @require_http_methods(["GET", "POST"])
 @never_cache  # the page that shows a new token must not be kept by a browser or a proxy

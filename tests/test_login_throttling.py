@@ -3,6 +3,7 @@ right one is refused for LOGIN_COOLOFF_MINUTES, on the login page and the admin'
 page that says why and how long; others, and the same name from elsewhere, still log in."""
 
 import pytest
+from django.conf import settings
 
 PAGES = ["/accounts/login/", "/admin/login/"]
 
@@ -20,7 +21,19 @@ def test_after_five_wrong_passwords_even_the_right_one_is_refused(client, staff,
     said = locked.content.decode()
     assert "Too many failed logins" in said
     assert "are refused for 15 minutes" in " ".join(said.split())
+    assert "Try again after " in said
     assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_lockout_says_in_retry_after_when_to_try_again(client, staff, page):
+    for _ in range(5):
+        answer = _try(client, page, staff.username, "wrong")
+    cool_off = settings.AXES_COOLOFF_TIME.total_seconds()
+    assert answer.status_code == 429
+    assert answer["Retry-After"].isdigit()  # whole seconds (RFC 9110)
+    assert 0 < int(answer["Retry-After"]) <= cool_off
+    assert int(_try(client, page, staff.username, "root-password")["Retry-After"]) <= cool_off
 
 
 def test_a_lockout_is_for_that_name_from_that_address(client, staff, user):

@@ -10,15 +10,15 @@ from guidance import models
 from guidance.engine import Cluster
 from guidance.engine.script_check import MAX_CHARS, ScriptCheck, check_script
 from guidance.facts import cluster_facts
+from guidance.forms import SlugChoiceField
 
 SCRIPT_SUFFIXES = ".sh,.sbatch,.slurm,.job,.bash,.txt,text/plain,text/x-shellscript"
 
 
-def cluster_field(required: str) -> forms.ModelChoiceField:
+def cluster_field(required: str) -> SlugChoiceField:
     """The cluster to check against, as the page's forms choose it (by slug, in links too)."""
-    return forms.ModelChoiceField(
+    return SlugChoiceField(
         queryset=models.Cluster.objects.with_facts(),
-        to_field_name="slug",
         empty_label=None,
         error_messages={
             "required": required,

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from guidance.engine import Scheduler
 from guidance.engine.script_check import ACCOUNT_PLACEHOLDER
+from guidance.nul import checks_nul_per_field
 from jobs.compose import from_script
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.check_result import diff_lines, listing
@@ -22,6 +23,7 @@ from jobs.compose.views import SCRIPT_TYPE
 FIXED_NAME = "job-fixed.sh"
 
 
+@checks_nul_per_field
 @login_required
 @require_http_methods(["GET", "POST"])
 def check(request: HttpRequest) -> HttpResponse:
@@ -32,6 +34,7 @@ def check(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/check.html", _checked(form) | _code_form(request))
 
 
+@checks_nul_per_field
 @login_required
 @require_POST
 def check_code(request: HttpRequest) -> HttpResponse:
@@ -56,6 +59,7 @@ def _code_form(request: HttpRequest) -> dict:
     return {"code_form": CodeCheckForm(initial=initial)}
 
 
+@checks_nul_per_field
 @login_required
 @require_POST
 def check_fixed(request: HttpRequest) -> HttpResponse:

@@ -329,6 +329,15 @@ class ComposeForm(AdviceForm):
         )
 
 
+class ScriptEditForm(forms.Form):
+    """What the composer sends beside the job's values: the script as edited in the preview and
+    the name to save it as. CharField refuses a NUL, which neither PostgreSQL nor sbatch takes,
+    beside the editor."""
+
+    script_text = forms.CharField(label="The script", required=False, strip=False)
+    composition_name = forms.CharField(label="Save as", required=False)
+
+
 def _unpublished(cluster: Cluster, what: str, instead: str) -> str:
     """For a cluster with no job environment yet (one an admin has just added): the portal does
     not know whether its jobs have `what`, so it says so and who can tell, not that they lack it."""

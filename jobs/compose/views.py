@@ -5,19 +5,20 @@ cluster, while the user waits. "Check my script" is check_views.py's."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.engine import data_path
 from guidance.models import Cluster
+from guidance.nul import MESSAGE, checks_nul_per_field, holds_nul
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import edit_check, path_check, sending
-from jobs.compose.forms import ComposeForm
+from jobs.compose.forms import ComposeForm, ScriptEditForm
 from jobs.compose.from_form import advice_so_far
 from jobs.compose.from_form import compose as compose_script
-from jobs.compose.slurm_check import validate
+from jobs.compose.slurm_check import Validation, validate
 from jobs.compose.submit import storable
 from jobs.models import ClusterAccount, Composition, SiteTemplate, no_login
 
@@ -32,6 +33,8 @@ def _get_composition_for_user(request: HttpRequest, pk: int) -> Composition:
 def _starting_values(request: HttpRequest) -> dict:
     """What a new composition starts from: a site template, one of the user's, or nothing."""
     if slug := request.GET.get("template"):
+        if holds_nul(slug):  # no template's slug has one, and PostgreSQL fails the lookup
+            raise Http404("No such template.")
         template = get_object_or_404(SiteTemplate, slug=slug, published=True)
         return template.starting_values(request.GET.get("on", ""))
     return {}
@@ -77,6 +80,7 @@ def _download(name: str, text: str) -> HttpResponse:
     return response
 
 
+@checks_nul_per_field
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def compose(request: HttpRequest) -> HttpResponse:
@@ -96,8 +100,13 @@ def compose(request: HttpRequest) -> HttpResponse:
     # Without JavaScript, "Check this path" posts the whole form here; htmx asks check_path.
     checked_path = _path_check(request) if "check_path" in request.POST else None
 
+    edit = ScriptEditForm(data if request.method == "POST" else None)
     edit_findings = ()
-    if request.method == "POST" and composed and composed.script:
+    if request.method == "POST" and composed and composed.script and not edit.is_valid():
+        if request.htmx and "validate" in data:  # the answer goes below the editor
+            refused = Validation(False, plain=_edit_errors(edit))
+            return render(request, "jobs/validation.html", {"validation": refused})
+    elif request.method == "POST" and composed and composed.script:
         text = script_text or composed.script
         if "download" in data:
             return _download(form.cleaned_data["job_name"], text)
@@ -106,7 +115,7 @@ def compose(request: HttpRequest) -> HttpResponse:
                 cluster = form.cleaned_data["cluster"]
                 edit_findings = edit_check.new_findings(text, composed.script, cluster)
             if not edit_findings:  # shown first; sent again, the edit is kept as it is
-                return _save(request, form, composed, text)
+                return _save(request, form, edit, composed, text)
         if "validate" in data:
             checked = validate(request.user, form.cleaned_data["cluster"], text)
             if request.htmx:
@@ -127,6 +136,9 @@ def compose(request: HttpRequest) -> HttpResponse:
         "composed": composed,
         "rec": rec,
         "script_text": script_text,
+        "edit": edit,
+        # The name typed under "Save as" stays; a new page offers the job's name.
+        "save_as": data.get("composition_name") if "composition_name" in data else None,
         "validation": checked,
         "edit_findings": edit_findings,
         "keep_edit": edit_check.kept(script_text) if edit_findings else "",
@@ -140,20 +152,31 @@ def compose(request: HttpRequest) -> HttpResponse:
     return render(request, template, ctx, status=200)
 
 
-def _save(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
+def _edit_errors(edit: ScriptEditForm) -> str:
+    return " ".join(
+        f"{edit[name].label}: {e}" for name, errors in edit.errors.items() for e in errors
+    )
+
+
+def _save(
+    request: HttpRequest, form: ComposeForm, edit: ScriptEditForm, composed, text: str
+) -> HttpResponse:
     """Keeps the composition; "Save and submit" then queues it for the cluster."""
     data = form.data
     if "submit" in data and (sent := sending.already_sent(request)):
         return sent  # not a second composition either
     with transaction.atomic():  # a click that loses the race to another leaves nothing
-        return _save_composition(request, form, composed, text)
+        return _save_composition(request, form, edit, composed, text)
 
 
-def _save_composition(request: HttpRequest, form: ComposeForm, composed, text: str) -> HttpResponse:
+def _save_composition(
+    request: HttpRequest, form: ComposeForm, edit: ScriptEditForm, composed, text: str
+) -> HttpResponse:
     data = form.data
+    name = edit.cleaned_data["composition_name"][:100]
     composition = Composition.objects.create(
         owner=request.user,
-        name=data.get("composition_name", "").strip()[:100] or form.cleaned_data["job_name"],
+        name=name or form.cleaned_data["job_name"],
         fields=storable(form),
         script=text.replace("\r\n", "\n"),
         edited=_edited(text, composed.script),
@@ -232,6 +255,7 @@ def composition_update(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(obj)
 
 
+@checks_nul_per_field
 @login_required
 @require_POST
 def check_path(request: HttpRequest) -> HttpResponse:
@@ -242,6 +266,8 @@ def check_path(request: HttpRequest) -> HttpResponse:
 def _path_check(request: HttpRequest) -> dict:
     """Looks at the data path on the cluster, through the user's own login, when asked."""
     slug, path = request.POST.get("cluster", ""), request.POST.get("data_path", "").strip()
+    if holds_nul(slug, path):  # the form says which field beside it
+        return {"problem": f"The data path or the cluster holds a NUL character: {MESSAGE}"}
     cluster = Cluster.objects.select_related("job_environment").filter(slug=slug).first()
     if cluster is None or not path:
         return {"problem": "Choose a cluster and enter a data path first."}

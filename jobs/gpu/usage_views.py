@@ -11,7 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from guidance.forms import SlugChoiceField
 from guidance.models import Cluster
+from guidance.nul import checks_nul_per_field
 from jobs.gpu.usage import Period, load, summarize
 
 DEFAULT_DAYS = 7
@@ -30,9 +32,8 @@ class UsageForm(forms.Form):
         help_text="Included.",
         error_messages={"invalid": "Enter the last day as YYYY-MM-DD."},
     )
-    cluster = forms.ModelChoiceField(
+    cluster = SlugChoiceField(
         queryset=Cluster.objects.order_by("name"),
-        to_field_name="slug",
         required=False,
         empty_label="All clusters",
         error_messages={"invalid_choice": "There is no cluster “%(value)s”: choose one."},
@@ -68,6 +69,7 @@ def _with_defaults(query: QueryDict, today: date) -> dict[str, str]:
     return data
 
 
+@checks_nul_per_field
 @login_required
 @require_safe
 def usage(request: HttpRequest) -> HttpResponse:

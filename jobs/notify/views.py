@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from guidance.nul import checks_nul_per_field
 from jobs.models import Job, JobNotificationChoice, Notification
 from jobs.notify.choices import choice_for, defaults_of
 from jobs.notify.forms import DefaultsForm, JobChoiceForm
@@ -80,6 +81,7 @@ def notifications_push(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"notifications": shown})
 
 
+@checks_nul_per_field
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def notification_settings(request: HttpRequest) -> HttpResponse:
@@ -93,6 +95,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/notification_settings.html", {"form": form})
 
 
+@checks_nul_per_field
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def job_notifications(request: HttpRequest, pk: int) -> HttpResponse:
