@@ -13,9 +13,10 @@ import uuid
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from jobs import tasks
-from jobs.cluster import remote
+from jobs.cluster import reader_poll, remote
 from jobs.cluster.gateway import gateway
 from jobs.models import ClusterAccount, Job, JobOrigin, JobState
 from portal.models import ApiToken
@@ -194,3 +195,17 @@ def test_a_sharer_sees_anothers_job_marked_and_cannot_act_on_it(
     tasks.poll_clusters()
     job.refresh_from_db()
     assert job.state == JobState.PENDING  # not cancelled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cluster_reader_reads_a_shared_login_once(
+    sharers: list[ClusterAccount], slurm_jobs: list[str]
+) -> None:
+    call_command("register_devcluster", sharers[0].owner.username, "--reader", stdout=io.StringIO())
+    outside = _sbatch_in_a_terminal(sharers[3], slurm_jobs)
+    read = reader_poll.poll_cluster(sharers[0].cluster, sharers, timezone.now())
+    assert read == [sharers[0]]  # one per login group
+    found = Job.objects.get(account__cluster=sharers[0].cluster, slurm_id=outside)
+    assert (found.origin, found.account_id) == (JobOrigin.OUTSIDE, sharers[0].pk)
+    # The window moved on for the whole group: no member's history is due again.
+    assert not ClusterAccount.objects.filter(history_read_until=None).exists()
