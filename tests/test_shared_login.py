@@ -209,3 +209,37 @@ def test_the_cluster_reader_reads_a_shared_login_once(
     assert (found.origin, found.account_id) == (JobOrigin.OUTSIDE, sharers[0].pk)
     # The window moved on for the whole group: no member's history is due again.
     assert not ClusterAccount.objects.filter(history_read_until=None).exists()
+
+
+@pytest.mark.django_db
+def test_the_copies_earlier_portals_made_are_merged(seeded, django_user_model) -> None:
+    from guidance.models import Cluster
+
+    narval = Cluster.objects.get(slug="narval")
+    accounts = [
+        ClusterAccount.objects.create(
+            owner=django_user_model.objects.create_user(f"old{i}"), cluster=narval, username="lab1"
+        )
+        for i in range(3)
+    ]
+    now = timezone.now()
+
+    def row(account, slurm_id, origin, name="train"):
+        return Job.objects.create(
+            owner=account.owner, account=account, name=name, script="", slurm_id=slurm_id,
+            origin=origin, submitted=now,
+        )  # fmt: skip
+
+    outside = [row(account, "500", JobOrigin.OUTSIDE) for account in accounts]
+    portal = row(accounts[1], "501", JobOrigin.PORTAL)
+    twins = [row(account, "501", JobOrigin.OUTSIDE) for account in (accounts[0], accounts[2])]
+    apart = row(accounts[0], "502", JobOrigin.OUTSIDE, name="other")
+
+    said = io.StringIO()
+    call_command("merge_shared_login_jobs", stdout=said)
+    assert "Would delete (run with --delete) 4 copies" in said.getvalue()
+    assert Job.objects.count() == 7
+    call_command("merge_shared_login_jobs", "--delete", stdout=io.StringIO())
+    kept = set(Job.objects.values_list("pk", flat=True))
+    assert kept == {outside[0].pk, portal.pk, apart.pk}
+    assert not kept & {job.pk for job in twins}
