@@ -82,6 +82,15 @@ class ClusterAccountQuerySet(models.QuerySet):
         """The user's login on the cluster; None until they set one up (see no_login)."""
         return self.filter(owner=user, cluster=cluster).select_related("cluster").first()
 
+    def sharing_with(self, accounts: models.QuerySet) -> "ClusterAccountQuerySet":
+        """The logins of the same Unix user on the same cluster as any of `accounts`, them
+        included: portal users who registered one shared login (a lab's account) share its
+        reading (jobs.cluster.login_group)."""
+        same = accounts.filter(
+            cluster=models.OuterRef("cluster"), username=models.OuterRef("username")
+        )
+        return self.filter(models.Exists(same))
+
 
 def no_login(cluster, to: str) -> str:
     """What a user with no login on `cluster` is told when they try `to` do something there
@@ -264,6 +273,19 @@ class JobOrigin(models.TextChoices):
     OUTSIDE = "outside", "Submitted outside the portal"
 
 
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "JobQuerySet":
+        """The user's own jobs and the other jobs of each login they share with other portal
+        users (one Unix user on one cluster), which they could list with squeue anyway. Only a
+        job's owner acts on it: the views check `owner` for that."""
+        shared = ClusterAccount.objects.filter(
+            owner=user,
+            cluster=models.OuterRef("account__cluster"),
+            username=models.OuterRef("account__username"),
+        )
+        return self.filter(models.Q(owner=user) | models.Exists(shared))
+
+
 class Job(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs"
@@ -329,6 +351,8 @@ class Job(models.Model):
     # the same form sent again, finds this job instead of making another (jobs.compose.sending).
     submission_key = models.CharField(max_length=32, blank=True, editable=False)
 
+    objects = JobQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created"]
         constraints = [
@@ -352,6 +376,15 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in JobState.final()
+
+    @property
+    def not_yours(self) -> str:
+        """Why a portal user who shares its login (Job.objects.visible_to) cannot act on it."""
+        login = f"{self.account.username} on {self.account.cluster.name}"
+        return (
+            f"This job is on the login {login}, which you share with other portal users, but it "
+            "is not yours in the portal: only the portal user it belongs to can act on it here."
+        )
 
     @property
     def is_outside(self) -> bool:

@@ -10,6 +10,7 @@ opening a job page (`wake`) brings it back to every POLL_SECONDS.
 import contextlib
 import logging
 import time
+from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
@@ -18,7 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
-from jobs.cluster import history, remote, tracking
+from jobs.cluster import history, login_group, remote, tracking
 from jobs.cluster.errors import ClusterError
 from jobs.gpu import sample_files
 from jobs.models import ClusterAccount, Job, JobOrigin, JobState
@@ -46,7 +47,9 @@ def due_logins(now: datetime, *, on_schedule: bool = True) -> QuerySet[ClusterAc
     since = now - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
     unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
     stopped = Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
-    logins = ClusterAccount.objects.filter(active | unread | stopped | history.due(now))
+    wanted = ClusterAccount.objects.filter(active | unread | stopped | history.due(now))
+    # Logins that share one Unix user are polled as one, through their group's poller.
+    logins = ClusterAccount.objects.filter(pk__in=login_group.pollers(wanted))
     if on_schedule:
         logins = logins.filter(Q(poll_after__isnull=True) | Q(poll_after__lte=now))
         logins = logins.filter(_free(now, holder=None))  # a poll still queued or running
@@ -89,11 +92,13 @@ def release(account_pks: list[int], holder: str) -> None:
 
 def wake(**logins: object) -> None:
     """Polls these logins (filtered as ClusterAccount.objects.filter) at the next beat: their
-    owner is looking, or has just submitted. Their next poll is due now (`poll_after`), which is
-    also what a job's staleness counts from (Job.unchecked)."""
+    owner is looking, or has just submitted. Their whole login groups: the poller may be
+    another user's login. Their next poll is due now (`poll_after`), which is also what a job's
+    staleness counts from (Job.unchecked)."""
     now = timezone.now()
     quiet = Q(quiet_polls__gt=0) | Q(poll_after__gt=now)
-    ClusterAccount.objects.filter(quiet, **logins).update(quiet_polls=0, poll_after=now)
+    group = ClusterAccount.objects.sharing_with(ClusterAccount.objects.filter(**logins))
+    group.filter(quiet).update(quiet_polls=0, poll_after=now)
 
 
 def back_off(account: ClusterAccount, changed: bool, now: datetime, *, releasing: str = "") -> None:
@@ -137,7 +142,8 @@ def poll_login(
     began = time.monotonic()
     try:
         if states_read:
-            _read_files(account, list(account.jobs.filter(state__in=JobState.active())))
+            active = login_group.jobs_of(account).filter(state__in=JobState.active())
+            _read_files(account, list(active))
         else:
             changed = _poll(account)
     except BaseException:
@@ -183,18 +189,32 @@ def with_files_to_read(accounts: list[ClusterAccount], now: datetime) -> list[Cl
     running = started & Q(jobs__origin=JobOrigin.PORTAL)  # outside jobs have no sampler
     unread = Q(jobs__ended__gte=since, jobs__sample_files__finished=False)
     stopped = Q(**{f"jobs__{k}": v for k, v in _unexplained_stops(since).items()})
-    pks = [account.pk for account in accounts]
-    reading = ClusterAccount.objects.filter(running | unread | stopped, pk__in=pks).distinct()
-    wanted = set(reading.values_list("pk", flat=True))
-    return [account for account in accounts if account.pk in wanted]
+    given = ClusterAccount.objects.filter(pk__in=[account.pk for account in accounts])
+    reading = ClusterAccount.objects.filter(running | unread | stopped).sharing_with(given)
+    wanted = set(reading.values_list("cluster_id", "username"))  # a login group's files
+    return [account for account in accounts if (account.cluster_id, account.username) in wanted]
 
 
 def _read_files(account: ClusterAccount, jobs: list[Job]) -> None:
-    """What a poll reads besides Slurm's answers: stopped scripts' reasons and GPU samples."""
+    """What a poll reads besides Slurm's answers: stopped scripts' reasons and GPU samples, of
+    each login of the group that has jobs running or ended lately, through that login (its
+    jobs' folders and files, as it submitted them)."""
     # Both come from jobs running or ended lately; most polls find none ended (one cheap query
     # instead of two that look for what ended jobs left to read).
     since = timezone.now() - timedelta(seconds=sample_files.FINAL_READ_SECONDS)
-    any_ended = account.jobs.filter(ended__gte=since).exists()
+    ended = login_group.jobs_of(account).filter(ended__gte=since)
+    ended_of = set(ended.values_list("account_id", flat=True).distinct())
+    running: dict[int, list[Job]] = defaultdict(list)
+    for job in jobs:
+        running[job.account_id].append(job)
+    logins = [account]
+    if others := (set(running) | ended_of) - {account.pk}:
+        logins += login_group.members(account).filter(pk__in=others).select_related("cluster")
+    for login in logins:
+        _read_login_files(login, running.get(login.pk, []), login.pk in ended_of)
+
+
+def _read_login_files(account: ClusterAccount, jobs: list[Job], any_ended: bool) -> None:
     if any_ended:
         _say_why_scripts_stopped(account)
     # GPU samples are read with the states they belong to; failing to read them marks no job
@@ -212,15 +232,15 @@ def _read_files(account: ClusterAccount, jobs: list[Job]) -> None:
 
 
 def _poll_states(account: ClusterAccount, jobs: list[Job] | None = None) -> tuple:
-    """squeue and sacct for the login's active jobs (or `jobs`): the jobs, None when the login
-    did not answer, and whether any changed."""
-    if jobs is None:
-        jobs = list(account.jobs.filter(state__in=JobState.active()))
+    """squeue and sacct for the active jobs of the login's group (or `jobs`): the jobs, None
+    when the login did not answer, and whether any changed."""
+    if jobs is None:  # the whole login group's, in one squeue and one sacct
+        jobs = list(login_group.jobs_of(account).filter(state__in=JobState.active()))
     if not jobs:
         return jobs, False
     try:
         since = min(job.submitted or job.created for job in jobs)
-        snapshot = remote.poll(account, since, [job.slurm_id for job in jobs])
+        snapshot = login_group.poll(account, since, [job.slurm_id for job in jobs])
     except ClusterError:
         Job.objects.filter(pk__in=[job.pk for job in jobs]).update(stale=True)
         return None, False

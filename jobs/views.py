@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -29,17 +30,23 @@ from jobs.models import ClusterAccount, Composition, Job, JobState
 PAGE_SIZE = 25
 
 
-def _get_job_for_user(request: HttpRequest, pk: int) -> Job:
-    # Someone else's job does not exist, as far as this user can tell.
-    return get_object_or_404(
-        Job.objects.select_related("account__cluster"), pk=pk, owner=request.user
-    )
+def _get_job_for_user(request: HttpRequest, pk: int, *, to_act: bool = True) -> Job:
+    """The user's own job; with `to_act=False` (reading its page), also another job of a login
+    the user shares with other portal users (Job.objects.visible_to), which they see but cannot
+    act on (403). Anyone else's job does not exist, as far as this user can tell (404)."""
+    visible = Job.objects.visible_to(request.user).select_related("account__cluster")
+    job = get_object_or_404(visible, pk=pk)
+    job.mine = job.owner_id == request.user.pk
+    if to_act and not job.mine:
+        raise PermissionDenied(job.not_yours)
+    return job
 
 
 @login_required
 @require_safe
 def jobs(request: HttpRequest) -> HttpResponse:
-    queryset = Job.objects.filter(owner=request.user).select_related("account__cluster")
+    # With the other jobs of logins the user shares, each marked (templates/jobs/job_shared.html).
+    queryset = Job.objects.visible_to(request.user).select_related("account__cluster")
     state = request.GET.get("state", "")
     cluster = request.GET.get("cluster", "")
     if state in JobState.values:
@@ -49,6 +56,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     for listed in page:  # what each used of what it was given, from its accounting
         listed.usage = efficiency.usage(listed)
+        listed.mine = listed.owner_id == request.user.pk
     ctx = {
         "page": page,
         "states": JobState.choices,
@@ -67,16 +75,16 @@ def jobs(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def job(request: HttpRequest, pk: int) -> HttpResponse:
-    obj = _get_job_for_user(request, pk)
+    obj = _get_job_for_user(request, pk, to_act=False)
     if not obj.is_final and obj.account_id:
-        polling.wake(pk=obj.account_id)  # polled every beat while its owner looks
+        polling.wake(pk=obj.account_id)  # polled every beat while someone looks
     ctx = {"job": obj, "events": obj.events.all(), "tasks": obj.tasks.all()}
     if request.htmx:
         response = render(request, "jobs/job.html#status", ctx)
         # 286 swaps this last answer in and tells htmx to stop asking.
         return response if not obj.is_final else stop_polling(response)
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
-    more = {"monitored": monitored, "can_start_sooner": can_start_sooner(obj)}
+    more = {"monitored": monitored, "can_start_sooner": obj.mine and can_start_sooner(obj)}
     return render(request, "jobs/job.html", ctx | _gpu_context(obj) | more)
 
 
@@ -160,7 +168,7 @@ OUTSIDE_OUTPUT = (
 @require_safe
 def job_gpus(request: HttpRequest, pk: int) -> HttpResponse:
     """The GPU fragment alone, for htmx to refresh while the job runs."""
-    obj = _get_job_for_user(request, pk)
+    obj = _get_job_for_user(request, pk, to_act=False)
     response = render(request, "jobs/job_gpus.html", _gpu_context(obj))
     return stop_polling(response) if request.htmx and obj.is_final else response
 
@@ -169,7 +177,8 @@ def _gpu_context(obj: Job) -> dict:
     return {
         "job": obj,
         "gpu": efficiency.gpu_panel(obj),
-        "program": program_check.panel(obj),
+        # The program's check read the owner's files: theirs alone, as its output is.
+        "program": program_check.panel(obj) if obj.mine else None,
         "sample_seconds": max(settings.SAMPLE_SECONDS, 2),
         "warmup_minutes": round(settings.GPU_WARMUP_SECONDS / 60),
     }

@@ -140,6 +140,11 @@ def _not_found(request: HttpRequest, exc: api_jobs.JobNotFound) -> HttpResponse:
     return api.create_response(request, {"detail": f"You have no job {exc.job_id}."}, status=404)
 
 
+@api.exception_handler(api_jobs.NotYours)
+def _not_yours(request: HttpRequest, exc: api_jobs.NotYours) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message}, status=403)
+
+
 @api.exception_handler(api_jobs.ClusterUnavailable)
 def _cluster_unavailable(request: HttpRequest, exc: api_jobs.ClusterUnavailable) -> HttpResponse:
     error = exc.error

@@ -124,6 +124,10 @@ class JobOut(Schema):
         description="Pending jobs of the partition before this one by priority."
     )
     origin: JobOrigin = Field(description="portal, or outside: sbatch run by hand.")
+    mine: bool = Field(
+        description="Yours; false: a job of a login you share with other portal users, which "
+        "you see but cannot cancel or read the output of (403)."
+    )
     stale: bool = Field(
         description="The last poll could not reach the cluster, or no poll read the job for "
         "more than two poll periods after one was due: `polled` says when it was last read."
@@ -146,6 +150,10 @@ class JobOut(Schema):
     @staticmethod
     def resolve_cluster(job: Job) -> str:
         return job.account.cluster.slug
+
+    @staticmethod
+    def resolve_mine(job: Job, context: dict) -> bool:
+        return job.owner_id == context["request"].auth.user.pk
 
     @staticmethod
     def resolve_stale(job: Job) -> bool:

@@ -1,6 +1,8 @@
 """The API's jobs (/api/v1/jobs): submit a composition or a whole script, list, show, cancel and
 read the output, each as the job pages do it (jobs/views.py, jobs/compose/submit.py), for the
-token's user alone: anyone else's job is answered 404, as if it did not exist.
+token's user alone: anyone else's job is answered 404, as if it did not exist. As on the pages, the
+other jobs of a login the user shares with other portal users are listed and shown (`mine`
+false), and acting on them is answered 403.
 
 A submission goes the page's exactly-once way: one job per key (the Idempotency-Key header or
 the `submission_key` field), queued for the submission task when it commits. What reaches the
@@ -63,6 +65,14 @@ class JobNotFound(Exception):
         self.job_id = job_id
 
 
+class NotYours(Exception):
+    """A job of a login the user shares, not theirs: seen, not acted on (403, portal/api.py)."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(job.not_yours)
+        self.message = job.not_yours
+
+
 class ClusterUnavailable(Exception):
     """The cluster failed while the client waited: 502, or 503 when a retry can help."""
 
@@ -71,11 +81,15 @@ class ClusterUnavailable(Exception):
         self.error = error
 
 
-def _get_job_for_user(request: HttpRequest, job_id: int) -> Job:
-    # The owner is in the query: someone else's job does not exist, as far as this token knows.
-    mine = Job.objects.select_related("account__cluster").filter(owner=request.auth.user)
-    if (job := mine.filter(pk=job_id).first()) is None:
+def _get_job_for_user(request: HttpRequest, job_id: int, *, to_act: bool = True) -> Job:
+    # Who may see it is in the query: anyone else's job does not exist, as far as this token
+    # knows. Only its owner acts on it (jobs.views._get_job_for_user decides the same).
+    user = request.auth.user
+    visible = Job.objects.visible_to(user).select_related("account__cluster")
+    if (job := visible.filter(pk=job_id).first()) is None:
         raise JobNotFound(job_id)
+    if to_act and job.owner_id != user.pk:
+        raise NotYours(job)
     return job
 
 
@@ -183,12 +197,12 @@ def _cluster(slug: str) -> Cluster:
     response={200: list[JobOut]} | COMMON,
     url_name="jobs",
     operation_id="jobs",
-    summary="Your jobs, newest first",
+    summary="Your jobs, with the other jobs of logins you share (mine: false), newest first",
 )
 @paginate(Pages, page_size=PAGE_SIZE, max_page_size=MAX_PAGE_SIZE)
 def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
     _only_params(request, "state", "cluster", "page", "page_size")
-    queryset = Job.objects.filter(owner=request.auth.user).select_related("account__cluster")
+    queryset = Job.objects.visible_to(request.auth.user).select_related("account__cluster")
     if filters.state == "active":
         queryset = queryset.filter(state__in=JobState.active())
     elif filters.state == "final":
@@ -208,7 +222,7 @@ def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
     summary="One job: its state and why, its wait, GPU use, efficiency and events",
 )
 def job(request: HttpRequest, job_id: int) -> Job:
-    found = _get_job_for_user(request, job_id)
+    found = _get_job_for_user(request, job_id, to_act=False)
     if not found.is_final:
         polling.wake(pk=found.account_id)  # polled every beat while a client follows it
     return found
@@ -216,7 +230,8 @@ def job(request: HttpRequest, job_id: int) -> Job:
 
 @router.post(
     "/{job_id}/cancel",
-    response={202: JobOut, 404: Message, 409: Message, 502: Message, 503: Message} | COMMON,
+    response={202: JobOut, 403: Message, 404: Message, 409: Message, 502: Message, 503: Message}
+    | COMMON,
     url_name="job_cancel",
     operation_id="job_cancel",
     summary="Cancel a job (scancel); its state shows CANCELLED once Slurm has stopped it",
@@ -239,7 +254,7 @@ def job_cancel(request: HttpRequest, job_id: int) -> Status:
 
 @router.get(
     "/{job_id}/output",
-    response={200: OutputOut, 404: Message, 502: Message, 503: Message} | COMMON,
+    response={200: OutputOut, 403: Message, 404: Message, 502: Message, 503: Message} | COMMON,
     url_name="job_output",
     operation_id="job_output",
     summary="The end of a job's stdout (stream=out) or stderr (stream=err)",

@@ -6,6 +6,10 @@ the first time, then from the end of the last read (less MARGIN); squeue for the
 which a window of accounting does not list until they start. Jobs the portal submitted are known
 by the tag in their comment and never taken for outside jobs; an array's tasks fold into one job,
 as a chain's.
+
+Portal users who share one Unix user (jobs.cluster.login_group) share its read: the group's poller
+reads it for all, a job already followed under any of their logins is not made again, and the
+window moves on for all of them.
 """
 
 from collections.abc import Iterable
@@ -16,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from jobs.cluster import remote, tracking
+from jobs.cluster import login_group, remote, tracking
 from jobs.cluster.remote import Snapshot
 from jobs.models import ClusterAccount, Job, JobEvent, JobOrigin, JobState
 from jobs.slurm.sacct import AccountedJob
@@ -68,18 +72,25 @@ def window(account: ClusterAccount, now: datetime) -> datetime | None:
 def save(
     account: ClusterAccount, read: remote.History, since: datetime, now: datetime
 ) -> list[Job]:
-    """Makes a job of each one the portal does not follow yet, and moves the window on."""
+    """Makes a job of each one the portal does not follow yet under any login of the account's
+    group, and moves the group's window on."""
     with transaction.atomic():
+        # Two reads of one group saved at once (a reader's and a login's poll, say) take turns
+        # here, so that the second sees the jobs the first made: a Slurm job id is no key for a
+        # unique constraint (a controller that lost its state numbers from 1 again).
+        group = login_group.members(account)
+        list(group.select_for_update().order_by("pk").values_list("pk", flat=True))
         found = _outside_jobs(account, read.accounting, since)
         found += _waiting_outside_jobs(account, read.waiting, since)
-        ClusterAccount.objects.filter(pk=account.pk).update(history_read_until=now)
+        group.update(history_read_until=now)
     account.history_read_until = now
     return found
 
 
 def _submission_in_flight(account: ClusterAccount, now: datetime) -> bool:
     recent = now - timedelta(seconds=settings.SUBMIT_LEASE_SECONDS)
-    return account.jobs.filter(state=JobState.SUBMITTING, submit_started__gte=recent).exists()
+    in_flight = Q(state=JobState.SUBMITTING, submit_started__gte=recent)
+    return login_group.jobs_of(account).filter(in_flight).exists()
 
 
 def _outside_jobs(account: ClusterAccount, rows: Iterable[AccountedJob], since: datetime) -> list:
@@ -136,11 +147,13 @@ def _waiting_outside_jobs(account: ClusterAccount, rows: list[QueuedJob], since:
 
 
 def _known_ids(account: ClusterAccount, slurm_ids: list[str], since: datetime) -> set[str]:
-    """The ids among `slurm_ids` of the login's jobs the portal follows already. A job that ended
-    before the window is not listed in it: a row of its id is a later job (the controller lost
-    its state and numbers from 1 again)."""
+    """The ids among `slurm_ids` of the jobs the portal follows already under any login of the
+    account's group (another portal user's submission included). A job that ended before the
+    window is not listed in it: a row of its id is a later job (the controller lost its state
+    and numbers from 1 again)."""
     same = Q(ended__isnull=True) | Q(ended__gte=since) | ~Q(state__in=JobState.final())
-    return set(account.jobs.filter(same, slurm_id__in=slurm_ids).values_list("slurm_id", flat=True))
+    known = login_group.jobs_of(account).filter(same, slurm_id__in=slurm_ids)
+    return set(known.values_list("slurm_id", flat=True))
 
 
 def _job_of(account: ClusterAccount, slurm_id: str, parts: list[AccountedJob]) -> Job:

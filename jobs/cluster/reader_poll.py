@@ -3,10 +3,11 @@ read-only service login (ClusterReader) with at most three Slurm commands per po
 the number of logins: one squeue of their users' jobs, one sacct of their active jobs by id, and
 one sacct of the accounting of the logins whose history is due (remote.read_cluster).
 
-A row goes to a login only when it is its Unix user's and, for states, one of its own jobs by id:
-two portal users who share a Unix user each get their own jobs, and tracking.apply still checks
-the portal's tag. What a login polled through its own key would save is saved the same way
-(tracking.apply, history.save), in one transaction per login.
+A row goes to a login group (jobs.cluster.login_group: the portal users who share one Unix user)
+only when it is its Unix user's and, for states, one of the group's jobs by id; tracking.apply
+still checks the portal's tag. Each group's history is saved once, under one of its logins. What a
+login polled through its own key would save is saved the same way (tracking.apply, history.save),
+in one transaction per group.
 """
 
 import logging
@@ -19,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from guidance.models import Cluster
-from jobs.cluster import history, remote, tracking
+from jobs.cluster import history, login_group, remote, tracking
 from jobs.cluster.errors import ClusterError, ErrorKind
 from jobs.cluster.remote import ClusterRead, Snapshot
 from jobs.models import ClusterAccount, ClusterReader, Job, JobState
@@ -44,20 +45,25 @@ def poll_cluster(
     hold_seconds: float | None = None,
 ) -> list[ClusterAccount]:
     """Reads the states of all `accounts`' active jobs, and the history of those whose history is
-    due, through the cluster's reader, and saves them; returns the accounts read: all of them,
-    or none when another worker reads the cluster right now. `holder` (the task's id) takes
-    back a hold it left; `hold_seconds` (READ_HOLD_SECONDS by default) is how long that hold
-    lasts unless renewed (jobs.poll_leases). Raises ClusterError when the reader cannot answer:
-    poll each login through its own key then."""
+    due, through the cluster's reader, and saves them, once per login group; returns the logins
+    read, one per group (its poller), or none when another worker reads the cluster right now.
+    `holder` (the task's id) takes back a hold it left; `hold_seconds` (READ_HOLD_SECONDS by
+    default) is how long that hold lasts unless renewed (jobs.poll_leases). Raises ClusterError
+    when the reader cannot answer: poll each login through its own key then."""
     holder = holder or str(uuid.uuid4())
     reader = _hold(cluster, holder, hold_seconds or READ_HOLD_SECONDS)
     if reader is None:
         return []
+    # One login per Unix user: the group's poller, whose history window stands for the group.
+    given = ClusterAccount.objects.filter(pk__in=[account.pk for account in accounts])
+    by_pk = {account.pk: account for account in accounts}
+    others = ClusterAccount.objects.select_related("cluster")
+    pollers = [by_pk.get(pk) or others.get(pk=pk) for pk in login_group.pollers(given)]
     try:
-        _read(cluster, reader, accounts, now)
+        _read(cluster, reader, pollers, now)
     finally:
         ClusterReader.objects.filter(pk=reader.pk, read_by=holder).update(reading_until=None)
-    return accounts
+    return pollers
 
 
 def _hold(cluster: Cluster, holder: str, seconds: float) -> ClusterReader | None:
@@ -81,10 +87,13 @@ def _read(
     cluster: Cluster, reader: ClusterReader, accounts: list[ClusterAccount], now: datetime
 ) -> None:
     by_pk = {account.pk: account for account in accounts}
+    poller_of = {account.username: account.pk for account in accounts}
     jobs: dict[int, list[Job]] = defaultdict(list)
-    for job in Job.objects.filter(account__in=list(by_pk), state__in=JobState.active()):
-        job.account = by_pk[job.account_id]
-        jobs[job.account_id].append(job)
+    group_jobs = Job.objects.filter(
+        account__cluster=cluster, account__username__in=list(poller_of), state__in=JobState.active()
+    ).select_related("account__cluster")
+    for job in group_jobs:
+        jobs[poller_of[job.account.username]].append(job)
     windows = _history_windows(accounts, now)
     active = [job for own in jobs.values() for job in own]
     read = remote.read_cluster(
