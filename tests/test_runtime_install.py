@@ -30,7 +30,7 @@ from jobs.models import JobState
 from tests.devcluster import DevCluster
 from tests.processes import REPO
 from tests.runtime_venv import runtime_venv
-from tests.services import need_postgresql_for_workers
+from tests.services import service_missing
 from tests.workers import OwnRedis, database_url, own_redis_server, print_logs, wait
 
 pytestmark = pytest.mark.service
@@ -56,7 +56,11 @@ def own_redis(tmp_path: Path):
 def own_database() -> Iterator[str]:
     """A database of the test's own, empty, so that `migrate` in the new venv starts from zero;
     dropped afterwards. The test database of pytest-django is never made for this test."""
-    need_postgresql_for_workers()
+    if connection.vendor != "postgresql":
+        service_missing(
+            "the production install runs on PostgreSQL, as compose.yaml's does: "
+            "run with DATABASE_URL=postgres://... (CI does)"
+        )
     db = connection.settings_dict
     name = f"test_{db['NAME']}_runtime"
     server = {"host": db["HOST"] or "localhost", "port": db["PORT"] or 5432}
