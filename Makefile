@@ -23,8 +23,9 @@ $(BIN)/python:
 	"$$python" -m venv $(VENV)
 
 # The stamps are newer than the requirements they installed, so pip runs again only after a change.
-$(VENV)/.installed-runtime: requirements.txt | $(BIN)/python
-	$(PIP_INSTALL) -r requirements.txt
+# scripts/install-runtime installs into the `python` on PATH: the image's, here the venv's.
+$(VENV)/.installed-runtime: requirements.txt scripts/install-runtime | $(BIN)/python
+	PATH="$(CURDIR)/$(BIN):$$PATH" sh scripts/install-runtime --disable-pip-version-check --quiet
 	@touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed-runtime

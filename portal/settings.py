@@ -181,6 +181,9 @@ if not DEBUG:
     # What `check --deploy` asks for, set where the deployment is known: off by default, because
     # behind a TLS proxy that does not say X-Forwarded-Proto a redirect to HTTPS never ends.
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+    # Probes ask from beside the process, over plain HTTP (compose.yaml's healthcheck): a redirect
+    # to HTTPS there would mark a healthy web container unhealthy.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz/$"]
     if env_bool("TRUST_X_FORWARDED_PROTO", False):  # only behind a proxy that sets it itself
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)

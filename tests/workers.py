@@ -39,13 +39,15 @@ def worker_env(folder: Path, broker_url: str, **overrides: str) -> dict[str, str
     )
 
 
-def database_url() -> str:
-    """The test database (not the one DATABASE_URL names), for the workers and the locks."""
+def database_url(name: str = "") -> str:
+    """The test database (not the one DATABASE_URL names), for the workers and the locks; or
+    another database `name` on its server."""
     db = connection.settings_dict
     login = quote(db["USER"], safe="")
     if db["PASSWORD"]:
         login += f":{quote(db['PASSWORD'], safe='')}"
-    where = f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{quote(db['NAME'], safe='')}"
+    name = quote(name or db["NAME"], safe="")
+    where = f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{name}"
     return f"postgres://{login}@{where}" if login else f"postgres://{where}"
 
 
