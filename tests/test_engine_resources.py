@@ -153,3 +153,27 @@ def test_dataloader_workers_are_counted_per_process():
     assert "num_workers=12 (the CPUs of each process)" in note(tasks.tips, "dataloader").message
     one = advise("narval", gpu_count=1)
     assert "num_workers=12 (the CPUs of each process)" in note(one.tips, "dataloader").message
+
+
+def test_a_node_type_with_less_per_gpu_than_the_ratio_gets_its_own_split():
+    # Graham's v100 nodes: 28 CPUs and 183000M for 8 GPUs, not the 16 and 64000M of its p100s.
+    rec = advise("graham", gpu_type="v100", gpu_count=4, multi_gpu=True, dataset_gb=50)
+    r = rec.resources
+    assert r.cpus_per_task.value * r.tasks_per_node.value == 4 * 3
+    assert r.mem == f"{4 * 22875}M"
+    assert "28 CPUs for 8 GPUs" in r.cpus_per_task.reason
+    assert "183000M for 8 GPUs" in r.memory_mb.reason
+    assert r.cpus_per_task.source == rec.choice.partition.source
+
+
+def test_gpus_that_do_not_divide_by_the_nodes_are_rounded_with_a_warning():
+    rec = advise("narval", gpu_count=6, nodes=4, multi_gpu=True, dataset_gb=50)
+    assert rec.resources.gpus_per_node.value * rec.resources.nodes.value == 8
+    warning = note(rec.warnings, "gpus_rounded_to_nodes")
+    assert warning.field == "gpu_count" and "8 in all" in warning.message
+
+
+def test_fewer_gpus_than_nodes_is_refused_beside_the_nodes():
+    rec = advise("narval", gpu_count=4, nodes=100, multi_gpu=True, dataset_gb=50)
+    [error] = rec.errors
+    assert error.code == "fewer_gpus_than_nodes" and error.field == "nodes"

@@ -5,6 +5,7 @@ with a warning that quotes the rule. Either way the script asks for what the use
 from dataclasses import replace
 
 from guidance.engine import sources
+from guidance.engine.gpu_share import gpu_share
 from guidance.engine.notes import Notes, describe_hours
 from guidance.engine.types import Amount, ChainPlan, Cluster, JobSpec, Partition, Resources
 
@@ -55,7 +56,8 @@ def _cpus(
             "cpus_per_task",
         )
         return None
-    ratio = f"{cluster.name} gives {cluster.policy.cpus_per_gpu} CPUs per GPU"
+    share = gpu_share(cluster, partition)
+    ratio = f"{cluster.name} gives {share.cpus} CPUs per GPU on {partition.name} nodes"
     if value > recommended.value:
         notes.warn(
             "cpus_over_ratio",
@@ -91,7 +93,7 @@ def _memory(
     if value > recommended.value:
         notes.warn(
             "memory_over_guidance",
-            f"{cluster.name} asks for {cluster.policy.memory_per_gpu_mb}M per GPU "
+            f"{cluster.name} asks for {gpu_share(cluster, partition).memory_mb}M per GPU "
             f"({recommended.value}M for this job): memory beyond that is kept from other jobs "
             "and counts against your share.",
             recommended.source,

@@ -27,7 +27,7 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
         spec,
         cluster,
         partition=partition,
-        base_memory_mb=base_memory_mb(cluster, gpus_per_node(spec)),
+        base_memory_mb=base_memory_mb(cluster, partition, gpus_per_node(spec)),
         notes=notes,
     )
     chain = plan_chain(spec, cluster, partition, notes)

@@ -3,6 +3,7 @@
 import math
 
 from guidance.engine import sources
+from guidance.engine.gpu_share import gpu_share
 from guidance.engine.notes import Notes, describe_hours
 from guidance.engine.placement import gpus_per_node
 from guidance.engine.storage import gb_to_mb
@@ -66,13 +67,14 @@ def size_resources(
     chain: ChainPlan | None,
     launch: LaunchPlan,
 ) -> Resources:
-    policy = cluster.policy
+    share = gpu_share(cluster, partition)
     gpus = gpus_per_node(spec)
-    cpus = min(policy.cpus_per_gpu * gpus, partition.cpus_per_node)
+    cpus = min(share.cpus * gpus, partition.cpus_per_node)
     # One task per GPU: each task gets that GPU's share of the CPUs.
     tasks = gpus if launch.launch == Launch.GPU_TASKS else 1
     memory = min(
-        base_memory_mb(cluster, gpus) + _data_memory_mb(spec, storage), partition.memory_per_node_mb
+        base_memory_mb(cluster, partition, gpus) + _data_memory_mb(spec, storage),
+        partition.memory_per_node_mb,
     )
     hours = chain.hours_per_job if chain else spec.hours
     data_note = (
@@ -88,17 +90,8 @@ def size_resources(
         ),
         gpus_per_node=Amount(gpus, _why_gpus(spec, gpus), sources.SBATCH_ELEMENTS),
         tasks_per_node=Amount(tasks, launch.reason, launch.source),
-        cpus_per_task=Amount(
-            max(1, cpus // tasks),
-            f"{policy.cpus_per_gpu} CPUs per GPU, {cluster.name}'s ratio: enough DataLoader "
-            "workers to keep each GPU fed.",
-            policy.source or sources.SBATCH_ELEMENTS,
-        ),
-        memory_mb=Amount(
-            memory,
-            f"{policy.memory_per_gpu_mb}M per GPU on {cluster.name}{data_note}.",
-            policy.source or sources.SBATCH_ELEMENTS,
-        ),
+        cpus_per_task=Amount(max(1, cpus // tasks), share.cpus_reason, share.cpus_source),
+        memory_mb=Amount(memory, f"{share.memory_reason}{data_note}.", share.memory_source),
         minutes=Amount(
             math.ceil(round(hours * 60, 6)),
             f"{describe_hours(hours)} per job"
@@ -108,8 +101,9 @@ def size_resources(
     )
 
 
-def base_memory_mb(cluster: Cluster, gpus: int) -> int:
-    return cluster.policy.memory_per_gpu_mb * gpus
+def base_memory_mb(cluster: Cluster, partition: Partition, gpus: int) -> int:
+    """The job's memory besides data it holds in memory: its GPUs' share."""
+    return gpu_share(cluster, partition).memory_mb * gpus
 
 
 def _data_memory_mb(spec: JobSpec, storage: StoragePlan) -> int:

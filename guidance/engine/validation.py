@@ -1,5 +1,7 @@
 """Input checks that stop the engine before it advises on a job that cannot exist."""
 
+import math
+
 from guidance.engine import sources
 from guidance.engine.notes import Notes, describe_bytes, describe_gb, describe_hours
 from guidance.engine.types import Cluster, JobSpec, TierKind
@@ -31,6 +33,7 @@ def validate(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
         )
         return
     _check_gpu(spec, cluster, notes)
+    _check_spread(spec, notes)
     _check_duration(spec, cluster, notes)
 
 
@@ -116,6 +119,32 @@ def _check_gpu(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
             "model size, or shard the model over several GPUs.",
             largest.source,
             "gpu_mem_gb",
+        )
+
+
+def _check_spread(spec: JobSpec, notes: Notes) -> None:
+    """GPUs over nodes: Slurm gives every node of a job the same GPUs (--gpus-per-node), so a
+    count that does not divide by the nodes changes, which the user must hear about."""
+    if not spec.multi_gpu or spec.nodes <= 1 or spec.gpu_count < 1:
+        return
+    if spec.nodes > spec.gpu_count:
+        notes.error(
+            "fewer_gpus_than_nodes",
+            f"{spec.gpu_count} GPUs cannot spread over {spec.nodes} nodes: each node of the job "
+            f"needs at least one. Ask for {spec.gpu_count} nodes at most, or more GPUs.",
+            sources.SBATCH_OPTIONS,
+            "nodes",
+        )
+        return
+    per_node = math.ceil(spec.gpu_count / spec.nodes)
+    if per_node * spec.nodes != spec.gpu_count:
+        notes.warn(
+            "gpus_rounded_to_nodes",
+            f"{spec.gpu_count} GPUs over {spec.nodes} nodes: every node gets the same number, so "
+            f"the job asks for {per_node} per node, {per_node * spec.nodes} in all. Ask for a "
+            f"multiple of {spec.nodes} to get what you ask for.",
+            sources.SBATCH_OPTIONS,
+            "gpu_count",
         )
 
 

@@ -2,6 +2,7 @@
 takes more leaves a node's other GPUs without CPUs or memory, one that takes too few CPUs
 starves its own GPUs, and one that takes the whole node for a few GPUs idles the rest."""
 
+from guidance.engine.gpu_share import SHARE_TOLERANCE
 from guidance.engine.script_check.findings import (
     Finding,
     Severity,
@@ -12,8 +13,6 @@ from guidance.engine.script_check.parse import Script
 from guidance.engine.script_check.request import MEMORY_OPTIONS, Request, node_types
 from guidance.engine.types import Cluster, Rule
 
-# A share asked as 32G where the site writes 32000M is the same request in other units.
-SHARE_TOLERANCE = 1.1
 # Fewer than this per GPU leaves no CPU for DataLoader workers (004: one per --cpus-per-task).
 MIN_CPUS_PER_GPU = 2
 CPU_OPTIONS = ("cpus-per-task", "cpus-per-gpu")
