@@ -218,6 +218,13 @@ class Policy(Sourced):
     node_local_limit_gb = models.FloatField(
         "node-local limit (GB)", default=100, validators=NOT_NEGATIVE
     )
+    stages_training_data = models.BooleanField(
+        "training data always on node-local storage",
+        default=False,
+        help_text="The site asks for training data on the node's local storage whatever its "
+        "size, up to the node's disk (the processing cluster's document 000): the node-local "
+        "limit then applies to other work only.",
+    )
     checkpoint_chunk_hours = models.FloatField(
         "checkpoint chunk (hours)", default=24, validators=POSITIVE
     )

@@ -137,7 +137,13 @@ PROCESSING = SeedCluster(
         ),
         # 002's suggestions for one GPU; 000 gives no numbers. 000 keeps training artifacts in
         # the project data folders but names no path for them: no default results directory.
-        policy=Policy(cpus_per_gpu=6, memory_per_gpu_mb=32000, source=sources.SBATCH_ELEMENTS),
+        # 000 copies training data to the node's SSD before training, whatever its size.
+        policy=Policy(
+            cpus_per_gpu=6,
+            memory_per_gpu_mb=32000,
+            stages_training_data=True,
+            source=sources.SBATCH_ELEMENTS,
+        ),
         # 000: $SCRATCH is /processing/<user> on the node; no SLURM_TMPDIR, no modules named.
         environment=JobEnvironment(
             variables=(("SCRATCH", "/processing/$USER"),),

@@ -112,6 +112,16 @@ def test_every_composition_keeps_its_promises(seeded, data):
     assert r.memory_mb.value <= partition.memory_per_node_mb
     assert r.minutes.value <= math.ceil(partition.max_hours * 60)
 
+    # Staging follows the site's own rule: a site that stages training data whatever its size
+    # (000) never leaves it on the network; elsewhere node-local storage is used within its limit.
+    placement = rec.storage.placement
+    if policy.stages_training_data and data["workload"] == "training":
+        assert placement in (Placement.MEMORY, Placement.NODE_LOCAL), (placement, data)
+    elif placement == Placement.NODE_LOCAL and not (
+        partition.node_local_gb or policy.stages_training_data
+    ):
+        assert float(data["dataset_gb"]) <= policy.node_local_limit_gb, data
+
     # The chain's parts (or the one job) cover the work, or a warning says they do not.
     parts = rec.chain.jobs if rec.chain else 1
     seconds = parse_seconds(_directive(script, "time"))

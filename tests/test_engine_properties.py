@@ -95,7 +95,7 @@ def test_a_plan_fits_its_node_type_and_covers_the_duration(case):
     policy = cluster.policy
     if rec.storage.placement == Placement.MEMORY:
         assert spec.dataset_gb <= policy.in_memory_limit_gb
-    elif rec.storage.placement == Placement.NODE_LOCAL:
+    elif rec.storage.placement == Placement.NODE_LOCAL and not policy.stages_training_data:
         assert spec.dataset_gb <= policy.node_local_limit_gb
     elif spec.workload == Workload.TRAINING and cluster.tier(TierKind.NODE_LOCAL):
         assert spec.dataset_gb > policy.node_local_limit_gb  # training stays off the network

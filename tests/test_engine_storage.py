@@ -201,3 +201,13 @@ def test_without_node_local_storage_it_says_so():
     rec = advise("dgx", dataset_gb=50)
     assert rec.storage.placement == Placement.SHARED
     assert "publishes no node-local storage" in rec.storage.reason
+
+
+@pytest.mark.parametrize("gb", [50, 300, 2000])
+def test_the_local_ssd_cluster_stages_training_data_whatever_its_size(gb):
+    # 000 copies training data to the node's SSD first; 001's 100 GB is the federation's limit.
+    rec = advise("processing", dataset_gb=gb)
+    assert rec.storage.placement == Placement.NODE_LOCAL
+    assert "whatever its size" in rec.storage.reason
+    assert rec.storage.source == sources.PROCESSING_STAGING
+    assert "training_from_network" not in codes(rec.warnings)

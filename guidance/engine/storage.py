@@ -1,5 +1,6 @@
 """Where the data should be while the job runs, how it gets there, and what happens after."""
 
+import math
 import re
 
 from guidance.engine import data, sources
@@ -94,6 +95,11 @@ def plan_storage(
             "dataset_gb",
         )
     room, node_type_room = node_local_room(cluster, partition)
+    # Where the site stages its jobs' data whatever its size, only the node's own disk (where
+    # published) limits it: the generic node-local limit is another site's rule.
+    by_site_rule = policy.stages_training_data
+    if by_site_rule:
+        room, node_type_room = partition.node_local_gb or math.inf, False
     fits_on_node = spec.dataset_gb <= room
     node_local = cluster.tier(TierKind.NODE_LOCAL)
     results_tier = cluster.tier(TierKind.PROJECT, TierKind.SCRATCH, TierKind.HOME)
@@ -108,7 +114,15 @@ def plan_storage(
         source = sources.DATASET_SIZE_TIERS
     elif fits_on_node and node_local is not None and not _may_read_from_network(spec, archive):
         placement = Placement.NODE_LOCAL
-        if node_type_room:
+        if by_site_rule:
+            reason = (
+                f"{cluster.name}'s guidance copies the data a job works on to the node's local "
+                f"storage ({node_local.path}) first, whatever its size: the job does so when it "
+                "starts, and then reads nothing over the network. It must fit the node's disk, "
+                "which other jobs share."
+            )
+            source = node_local.source or sources.DATASET_SIZE_TIERS
+        elif node_type_room:
             reason = (
                 f"{describe_gb(spec.dataset_gb)} is more than the "
                 f"{describe_gb(policy.node_local_limit_gb)} that fits node-local storage in "

@@ -157,6 +157,8 @@ class StorageTier:
 class Policy:
     in_memory_limit_gb: float = 10
     node_local_limit_gb: float = 100
+    # The site asks for training data on node-local storage whatever its size (000).
+    stages_training_data: bool = False
     checkpoint_chunk_hours: float = 24
     cpus_per_gpu: int = 6
     memory_per_gpu_mb: int = 32000
