@@ -1,6 +1,8 @@
 """A source as a user sees it: the document's title and section, linked to the portal's copy of
-the document at that section. Sources that name no imported document (Slurm's manual, a
-cluster's public pages) stay plain text; an admin's source that is a web address links there.
+the document at that section. A guidance document not imported here shows its catalogued title,
+linked to its public page where it has one (guidance.document_catalog). Other sources (Slurm's
+manual, a cluster's public pages) stay plain text; an admin's source that is a web address links
+there.
 
 The engine's Source is pure data; this is the edge that knows the database and the URLs.
 """
@@ -11,6 +13,7 @@ from django.urls import reverse
 
 from guidance import published
 from guidance.doc_outline import find_anchor
+from guidance.document_catalog import CATALOG
 from guidance.engine.sources import Source
 from guidance.models import Document, Sourced
 
@@ -59,6 +62,11 @@ def as_source(obj: Source | Sourced | str | None) -> Source | None:
 
 def cite(source: Source, documents: dict[str, KnownDocument]) -> Citation:
     known = documents.get(source.document.strip())
+    if known is None and (entry := CATALOG.get(source.document.strip())):
+        # Not imported here (no copy beside this install): its title, and its public page.
+        section = source.section.strip()
+        label = entry.title if not section else f"{entry.title} — {section}"
+        return Citation(label, entry.section_url(section))
     if known is None:
         label = ", ".join(filter(None, [source.document, source.section]))
         is_web = source.document.startswith(("https://", "http://"))

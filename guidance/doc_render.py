@@ -18,6 +18,9 @@ from guidance.doc_outline import Heading, Markup, Outline
 _RST_TARGET = re.compile(r"^\.\. _[^:]*:\s*$")
 _WIKI_LINK = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
 _WEB_LINK = re.compile(r"\[(https?://[^\s\]]+)\s+([^\]]+)\]")
+# A link or image to a file beside the document where it was written (assets/x.png,
+# ../scripts/job.sh): the portal has no such file, so the words stay and the link goes.
+_RELATIVE_LINK = re.compile(r"!?\[([^\]]*)\]\((?!https?://|mailto:|#)[^)]*\)")
 _WIKI_DROPPED = re.compile(r"^\s*(<languages\s*/>|\[\[Category:[^\]]*\]\])\s*$")
 _WIKI_INLINE = [
     (re.compile(r"'''(.+?)'''"), r"**\1**"),
@@ -63,6 +66,7 @@ def _body_html(markup: Markup, body: str) -> SafeString:
             return mark_safe("")
         return mark_safe(f'<div class="doc-plain">{escape(text.strip())}</div>')
     text = mediawiki_as_markdown(body) if markup == Markup.MEDIAWIKI else body
+    text = _RELATIVE_LINK.sub(lambda link: link.group(1), text)
     return mark_safe(markdown.render(text))  # sanitized by nh3
 
 

@@ -4,6 +4,7 @@ pages, and every source of the engine resolving to a heading of its document."""
 import importlib
 import io
 import pkgutil
+import re
 
 import pytest
 from django.conf import settings
@@ -238,3 +239,18 @@ def test_the_documents_own_title_is_the_pages_heading_and_keeps_its_anchor(user_
     assert page.count(f"{title} <a") == 0  # not repeated as a section heading
     assert ".. _practices:" not in page  # reStructuredText's link target is not text
     assert '<h2 id="introduction" class="doc-heading">' in page
+
+
+def test_no_link_in_a_document_page_leads_nowhere(user_client, documents):
+    # Links to files beside the document where it was written (assets/x.png, ../scripts/a.sh)
+    # would be 404s here: their words stay, unlinked.
+    for doc in documents.values():
+        page = user_client.get(f"/guidance/documents/{doc.slug}/").content.decode()
+        body = page.split('class="doc-heading"', 1)[-1]
+        hrefs = re.findall(r'<a href="([^"]*)"', body)
+        assert all(h.startswith(("https://", "http://", "mailto:", "#", "/")) for h in hrefs), (
+            doc.file_name,
+            [h for h in hrefs if not h.startswith(("https://", "http://", "mailto:", "#", "/"))],
+        )
+    notes = user_client.get("/guidance/documents/004_95f926fd92fa5250/").content.decode()
+    assert "../tools/cloudcomputing" not in notes

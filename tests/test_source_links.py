@@ -5,6 +5,7 @@ import html
 
 import pytest
 
+from guidance import published
 from guidance.citations import Citation, KnownDocument, as_source, cite
 from guidance.engine import sources
 from guidance.engine.sources import Source
@@ -100,12 +101,6 @@ def test_an_admins_source_that_names_a_document_links(user_client, linked):
     assert _link(Source(cluster.source_document, cluster.source_section)) in page
 
 
-def test_without_the_documents_sources_stay_plain(user_client, seeded):
-    Document.objects.all().delete()
-    page = html.unescape(user_client.get("/guidance/narval/advice/", JOB).content.decode())
-    assert f"Source: {sources.DATASET_SIZE_TIERS}</span>" in page
-
-
 def test_a_reimport_reaches_pages_at_once(user_client, linked):
     url, data = "/guidance/narval/advice/", JOB
     user_client.get(url, data)  # the process keeps the documents now
@@ -115,3 +110,35 @@ def test_a_reimport_reaches_pages_at_once(user_client, linked):
     assert "Renamed by a new import — Managing" in html.unescape(
         user_client.get(url, data).content.decode()
     )
+
+
+def test_a_guidance_document_not_imported_reads_as_its_title_linked_to_its_public_page():
+    # A fresh clone without the documents beside it: no file names, a public link where one is.
+    tiers = cite(sources.DATASET_SIZE_TIERS, {})
+    assert tiers.label == (
+        "Alliance docs: AI and Machine Learning — Managing your datasets / Choosing the right "
+        "storage type for your dataset"
+    )
+    assert tiers.url == (
+        "https://docs.alliancecan.ca/wiki/AI_and_Machine_Learning"
+        "#Choosing_the_right_storage_type_for_your_dataset"
+    )
+    chain = cite(sources.CHECKPOINT_CHAIN, {})
+    assert chain.url.startswith(
+        "https://docs.alliancecan.ca/wiki/Tutoriel_Apprentissage_machine/en#"
+    )
+    # A site's internal document has no public page: its title alone.
+    assert cite(sources.PROCESSING_STAGING, {}) == Citation(
+        "Processing cluster: training and inference practices — 1. Data Preparation"
+    )
+
+
+def test_the_advice_page_reads_well_without_the_documents(user_client, seeded):
+    Document.objects.all().delete()  # as on a fresh clone without ../shared beside it
+    published.bump()
+    page = html.unescape(user_client.get("/guidance/narval/advice/", JOB).content.decode())
+    assert "_5f2bc19f2ff4af17" not in page and "_7837a9bf9505db0f" not in page
+    assert (
+        '<a href="https://docs.alliancecan.ca/wiki/AI_and_Machine_Learning'
+        '#Choosing_the_right_storage_type_for_your_dataset"'
+    ) in page
