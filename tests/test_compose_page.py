@@ -337,8 +337,28 @@ def test_the_advice_shows_before_the_form_is_complete(user_client, seeded):
 
 def test_a_field_the_user_has_been_to_gets_its_error(user_client, seeded):
     page = _live(user_client, GOOD | {"command": ""}, reached="dataset_gb,command")
-    assert 'href="#field-command">Command</a>: This field is required.' in page
+    # Beside the field (an out-of-band swap), not in a list at the top of the advice.
+    assert (
+        '<div class="field-errors" id="errors-command" hx-swap-oob="true"><ul class="errorlist" '
+        'id="id_command_error"><li>This field is required.'
+    ) in page
+    assert 'href="#field-command">' not in page
     assert 'data-placement="node_local"' in page  # the advice stays meanwhile
+    # A field not reached yet has its errors cleared, not shown.
+    assert '<div class="field-errors" id="errors-job_name" hx-swap-oob="true"></div>' in page
+
+
+def test_a_value_the_advice_cannot_use_keeps_the_advice_there_was(user_client, seeded):
+    response = user_client.post(
+        "/jobs/new/",
+        GOOD | {"hours": "soon", "live": "1", "reached": "hours"},
+        headers={"HX-Request": "true"},
+    )
+    assert response["HX-Reswap"] == "none"  # the advice and script on the page stay
+    page = response.content.decode()
+    assert 'hx-swap-oob="true"><ul class="errorlist" id="id_hours_error"><li>Enter a number' in page
+    assert "are for the values before your last change" in page
+    assert 'id="panel"' not in page
 
 
 def test_the_live_update_and_the_update_button_post_the_form(user_client, seeded):

@@ -15,7 +15,8 @@ NARVAL_DEFAULT = "$PROJECT/results"
 
 def _field(page: str) -> str:
     start = page.index('id="field-results_dir"')
-    return html.unescape(page[start : page.index("</div>", start)])
+    warnings = page.index('class="field-warnings"', start)  # the field's last part
+    return html.unescape(page[start : page.index("</ul>", warnings)])
 
 
 def test_a_new_job_offers_the_first_clusters_results_directory(user_client, seeded):

@@ -29,6 +29,10 @@ ENVIRONMENTS = [
 
 
 OVERRIDES = ("partition", "time_limit", "memory", "cpus_per_task")
+# What only a Slurm script uses: a cluster with another scheduler (Run:ai) does not ask for it.
+SLURM_ONLY = frozenset(
+    {"account", "modules", "environment", "environment_path", "launch", "mail_user", *OVERRIDES}
+)
 
 
 @dataclass(frozen=True)

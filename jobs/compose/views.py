@@ -15,7 +15,7 @@ from guidance.nul import MESSAGE, checks_nul_per_field, holds_nul
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import edit_check, path_check, sending
-from jobs.compose.forms import ComposeForm, ScriptEditForm
+from jobs.compose.forms import SLURM_ONLY, ComposeForm, ScriptEditForm
 from jobs.compose.from_form import advice_so_far
 from jobs.compose.from_form import compose as compose_script
 from jobs.compose.slurm_check import Validation, validate
@@ -30,14 +30,23 @@ def _get_composition_for_user(request: HttpRequest, pk: int) -> Composition:
     return get_object_or_404(Composition, pk=pk, owner=request.user)
 
 
-def _starting_values(request: HttpRequest) -> dict:
-    """What a new composition starts from: a site template, one of the user's, or nothing."""
+def _starting_values(request: HttpRequest) -> tuple[dict, str]:
+    """What a new composition starts from (a site template, one of the user's, or nothing), and
+    what the user must hear about it: a cluster they chose that the template does not keep."""
     if slug := request.GET.get("template"):
         if holds_nul(slug):  # no template's slug has one, and PostgreSQL fails the lookup
             raise Http404("No such template.")
         template = get_object_or_404(SiteTemplate, slug=slug, published=True)
-        return template.starting_values(request.GET.get("on", ""))
-    return {}
+        chosen = request.GET.get("on", "")
+        values = template.starting_values(chosen)
+        if chosen and values.get("cluster") != chosen:
+            note = (
+                f"“{template.name}” is written for {values.get('cluster')}, not {chosen}: the "
+                "cluster changed with it. Choose yours again to see the advice there."
+            )
+            return values, note
+        return values, ""
+    return {}, ""
 
 
 def _reopened(request: HttpRequest) -> Composition | None:
@@ -53,17 +62,54 @@ def _reached(data: QueryDict) -> set[str]:
     return set(data.get("reached", "").split(","))
 
 
-def _errors_shown(form: ComposeForm, reached: set[str] | None) -> list[tuple]:
+def _errors_shown(form: ComposeForm, reached: set[str] | None, *, fields: bool) -> list[tuple]:
     """(field, label, message, source) of each error to list, all of them unless `reached` says
-    which; the source is the engine's, for a limit it names."""
+    which, and those of fields only with `fields`; the source is the engine's, for a limit it
+    names."""
     if not form.is_bound:
         return []
     sources = form.error_sources
     shown = [("", "", e, sources.get(e)) for e in form.non_field_errors()]
-    for field in form:
+    for field in form if fields else ():
         if reached is None or field.name in reached:
             shown += [(field.name, field.label, e, sources.get(e)) for e in field.errors]
     return shown
+
+
+def _field_errors(form: ComposeForm, reached: set[str] | None = None) -> dict[str, list]:
+    """Each field's (message, source) errors, as shown beside it: those of fields the user has
+    reached, or of every field."""
+    if not form.is_bound:
+        return {}
+    sources = form.error_sources
+    return {
+        field.name: [(e, sources.get(e)) for e in field.errors]
+        if reached is None or field.name in reached
+        else []
+        for field in form
+    }
+
+
+def _has_errors_in_sight(form: ComposeForm, reached: set[str] | None) -> bool:
+    return bool(form.non_field_errors()) or any(_field_errors(form, reached).values())
+
+
+def _live_fields(form: ComposeForm, reached: set[str] | None, note: str | None = None) -> dict:
+    """What a live update changes beside the advice: the errors by each field, the note above
+    the advice, and the scheduler whose questions the form asks."""
+    if note is None:
+        problems = " ".join(form.non_field_errors())
+        note = (
+            "The advice and script below are for the values before your last change: correct "
+            f"the value marked beside its field and they follow. {problems}"
+        ).strip()
+    cluster = form.fields["cluster"].loaded
+    return {
+        "form": form,
+        "live_field_errors": list(_field_errors(form, reached).items()),
+        "advice_note": note,
+        "scheduler": cluster.scheduler if cluster is not None else "",
+    }
 
 
 def _is_form_data(data: QueryDict) -> bool:
@@ -86,12 +132,14 @@ def _download(name: str, text: str) -> HttpResponse:
 def compose(request: HttpRequest) -> HttpResponse:
     data = request.POST if request.method == "POST" else request.GET
     reopened = None if _is_form_data(data) else _reopened(request)
+    start_note = ""
     if _is_form_data(data):
         form = ComposeForm(data)
     elif reopened is not None:  # bound: its advice and script show at once
         form = ComposeForm(reopened.fields)
     else:
-        form = ComposeForm(initial=_starting_values(request))
+        starting, start_note = _starting_values(request)
+        form = ComposeForm(initial=starting)
     composed = compose_script(form) if form.is_bound else None
     script_text = data.get("script_text", "") if request.method == "POST" else ""
     if reopened is not None and reopened.edited:
@@ -121,14 +169,31 @@ def compose(request: HttpRequest) -> HttpResponse:
             if request.htmx:
                 return render(request, "jobs/validation.html", {"validation": checked})
 
+    if reopened is not None and reopened.edited and composed and composed.script:
+        # Saved with hand edits: checked again as it opens, as a save would check them.
+        edit_findings = edit_check.new_findings(
+            script_text, composed.script, form.cleaned_data["cluster"]
+        )
+
     rec = composed.recommendation if composed else None
     live = bool(request.htmx) and "live" in data
     if rec is None and live:
         rec = advice_so_far(form)
+    reached = _reached(data) if live else None
+    if live and rec is None and _has_errors_in_sight(form, reached):
+        # A value the advice cannot use: its error shows beside its field, and the advice and
+        # script for the values before stay, rather than being wiped until it is corrected.
+        response = render(request, "jobs/compose_live_fields.html", _live_fields(form, reached))
+        response["HX-Reswap"] = "none"
+        return response
     warnings = rec.warnings if rec else ()
     ctx = {
         "form": form,
-        "errors_shown": _errors_shown(form, _reached(data) if live else None),
+        # Live, each field's errors show beside it; the page without JavaScript also lists them.
+        "errors_shown": _errors_shown(form, reached, fields=not live),
+        "field_errors": _field_errors(form),
+        "start_note": start_note,
+        "slurm_only": SLURM_ONLY,
         # Every field the page was shown with counts as reached: its errors stay in sight.
         "reached": ",".join(form.fields) if form.is_bound and not live else data.get("reached", ""),
         # Warnings about one field also show beside it (and update there through htmx).
@@ -147,7 +212,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         "site_templates": SiteTemplate.objects.filter(published=True).prefetch_related("clusters"),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
         "submission_key": sending.new_key(),
-    }
+    } | _live_fields(form, reached, note="")
     template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
     return render(request, template, ctx, status=200)
 

@@ -55,3 +55,32 @@ document.addEventListener(
   },
   true,
 );
+
+// Enter in a field updates the advice where the user is, as a change would, rather than pressing
+// the form's first button (without JavaScript, a hidden "Update" button is that first button).
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || event.isComposing) return;
+  const field = event.target;
+  const fields = field.closest(".compose-fields");
+  if (!fields || field.tagName === "TEXTAREA" || field.type === "submit") return;
+  event.preventDefault();
+  htmx.trigger(fields, "change");
+});
+
+// A cluster with another scheduler (Run:ai) asks none of what only a Slurm script needs: the
+// live update says which scheduler the chosen cluster has, and the form shows its questions.
+document.addEventListener("htmx:afterSwap", () => {
+  const told = document.querySelector("template.scheduler");
+  const fields = document.querySelector(".compose-fields");
+  if (told && fields) fields.dataset.scheduler = told.dataset.scheduler;
+});
+
+// The site templates start on the cluster chosen now, not the one the page was opened with.
+document.addEventListener("change", (event) => {
+  if (event.target.name !== "cluster" || !event.target.closest(".compose-fields")) return;
+  for (const link of document.querySelectorAll(".templates a[href*='template=']")) {
+    const url = new URL(link.href);
+    url.searchParams.set("on", event.target.value);
+    link.href = url.pathname + url.search;
+  }
+});
