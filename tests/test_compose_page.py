@@ -395,3 +395,36 @@ def test_a_live_update_brings_the_new_clusters_lists(user_client, seeded):
         r'<template class="fresh-choices" data-name="partition">(.*?)</template>', page, re.S
     )
     assert '<option value="p100l">' in partitions[1]
+
+
+def test_a_reopened_hand_edit_over_the_limit_is_named_as_it_opens(user_client, user, seeded):
+    form = ComposeForm(GOOD)
+    from jobs.compose.from_form import compose
+
+    script = compose(form).script
+    edited = re.sub(r"--time=\S+", "--time=8-00:00:00", script)
+    saved = Composition.objects.create(
+        owner=user, name="long", fields=dict(GOOD), script=edited, edited=True
+    )
+    page = user_client.get(f"/jobs/new/?from={saved.pk}").content.decode()
+    assert 'id="edit-findings"' in page
+    assert "8-00:00:00" in page
+
+
+def test_the_results_help_follows_the_cluster_chosen(user_client, seeded):
+    page = _live(user_client, GOOD | {"cluster": "graham"}, reached="cluster")
+    help_text = page[page.index('id="help-results_dir"') :]
+    assert help_text.index("Graham") < help_text.index("</small>")
+    assert "(004_95f926fd92fa5250" not in page  # the source by its title, not its file name
+
+
+def test_a_template_picked_on_another_cluster_says_why_the_cluster_changed(user_client, seeded):
+    from jobs.models import SiteTemplate
+
+    template = SiteTemplate.objects.filter(clusters__isnull=False).first()
+    written_for = {c.slug for c in template.clusters.all()}
+    other = next(
+        slug for slug in ("narval", "graham", "cedar", "processing") if slug not in written_for
+    )
+    page = user_client.get(f"/jobs/new/?template={template.slug}&on={other}").content.decode()
+    assert f"not {other}" in html.unescape(page)

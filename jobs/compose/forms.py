@@ -11,6 +11,7 @@ from guidance.engine.notes import describe_hours
 from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import results_default
+from guidance.citations import cite, known_documents
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
@@ -247,9 +248,10 @@ class ComposeForm(AdviceForm):
             return ""
         default, why, source = results_default(cluster_facts(cluster))
         self.results_default_reason = why
+        cited = cite(source, known_documents()).label if source else ""
         self.fields["results_dir"].help_text = (
             f"Persistent storage for results and checkpoints. {why}"
-            + (f" ({source})" if source else "")
+            + (f" ({cited})" if cited else "")
         )
         return default
 

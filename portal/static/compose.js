@@ -69,11 +69,13 @@ document.addEventListener("keydown", (event) => {
 
 // A cluster with another scheduler (Run:ai) asks none of what only a Slurm script needs: the
 // live update says which scheduler the chosen cluster has, and the form shows its questions.
-document.addEventListener("htmx:afterSwap", () => {
-  const told = document.querySelector("template.scheduler");
+function followScheduler() {
+  const told = document.getElementById("scheduler");
   const fields = document.querySelector(".compose-fields");
   if (told && fields) fields.dataset.scheduler = told.dataset.scheduler;
-});
+}
+document.addEventListener("htmx:afterSwap", followScheduler);
+document.addEventListener("htmx:oobAfterSwap", followScheduler);
 
 // The site templates start on the cluster chosen now, not the one the page was opened with.
 document.addEventListener("change", (event) => {
