@@ -6,12 +6,12 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 
+from guidance.citations import cite, known_documents
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
 from guidance.engine.shell import MODULE_NAME, variable_of
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import results_default
-from guidance.citations import cite, known_documents
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
