@@ -3,7 +3,7 @@
 from dataclasses import fields
 
 from guidance import engine, models
-from guidance.engine.sources import Source
+from guidance.engine.sources import PORTAL_DEFAULTS, Source
 from guidance.engine.types import CodeRule
 
 
@@ -12,10 +12,14 @@ def same_named(obj, dataclass: type, *, but: tuple[str, ...] = ("source",)) -> d
     return {f.name: getattr(obj, f.name) for f in fields(dataclass) if f.name not in but}
 
 
-def _source(obj: models.Sourced) -> Source | None:
-    if not obj.source_document:
+POLICY_SOURCES = ("source", "cpus_source", "memory_source")
+
+
+def _source(obj: models.Sourced, prefix: str = "") -> Source | None:
+    document = getattr(obj, f"{prefix}source_document")
+    if not document:
         return None
-    return Source(obj.source_document, obj.source_section)
+    return Source(document, getattr(obj, f"{prefix}source_section"))
 
 
 def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
@@ -58,9 +62,14 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
             for t in cluster.storage_tiers.all()
         ),
         policy=(
-            engine.Policy(**same_named(policy, engine.Policy), source=_source(policy))
+            engine.Policy(
+                **same_named(policy, engine.Policy, but=POLICY_SOURCES),
+                source=_source(policy),
+                cpus_source=_source(policy, "cpus_"),
+                memory_source=_source(policy, "memory_"),
+            )
             if policy
-            else engine.Policy()
+            else engine.Policy(cpus_source=PORTAL_DEFAULTS, memory_source=PORTAL_DEFAULTS)
         ),
         environment=(
             engine.JobEnvironment(

@@ -261,6 +261,21 @@ class Policy(Sourced):
         "see it (e.g. $PROJECT/results): it starts with $HOME or a variable of the job "
         "environment. Empty where the site publishes none: users then enter their own.",
     )
+    # The CPUs and the memory per GPU are cited on their own: one section rarely states both.
+    cpus_source_document = models.CharField(
+        "CPUs per GPU: source document",
+        max_length=200,
+        blank=True,
+        help_text="Where the CPUs per GPU come from; the source above covers the rest.",
+    )
+    cpus_source_section = models.CharField("CPUs per GPU: section", max_length=200, blank=True)
+    memory_source_document = models.CharField(
+        "memory per GPU: source document",
+        max_length=200,
+        blank=True,
+        help_text="Where the memory per GPU comes from.",
+    )
+    memory_source_section = models.CharField("memory per GPU: section", max_length=200, blank=True)
     history = HistoricalRecords()
 
     class Meta:

@@ -135,14 +135,17 @@ PROCESSING = SeedCluster(
                 source=sources.PROCESSING_CLEANUP,
             ),
         ),
-        # 002's suggestions for one GPU; 000 gives no numbers. 000 keeps training artifacts in
-        # the project data folders but names no path for them: no default results directory.
-        # 000 copies training data to the node's SSD before training, whatever its size.
+        # 000 gives no CPUs or memory per GPU: the portal's defaults (002's suggestions for one
+        # GPU) stand in. 000 keeps training artifacts in the project data folders but names no
+        # path for them: no default results directory. 000 copies training data to the node's
+        # SSD before training, whatever its size.
         policy=Policy(
             cpus_per_gpu=6,
             memory_per_gpu_mb=32000,
             stages_training_data=True,
-            source=sources.SBATCH_ELEMENTS,
+            source=sources.PROCESSING_STAGING,
+            cpus_source=sources.PORTAL_DEFAULTS,
+            memory_source=sources.PORTAL_DEFAULTS,
         ),
         # 000: $SCRATCH is /processing/<user> on the node; no SLURM_TMPDIR, no modules named.
         environment=JobEnvironment(
@@ -161,7 +164,8 @@ PROCESSING = SeedCluster(
     source=sources.PROCESSING_SCRATCH,
     note=(
         "Node counts, CPUs, memory per node, the 7-day limit, CPUs and memory per GPU are not in "
-        "the document (000): placeholders until the cluster's admins publish theirs. Slurm "
+        "the document (000): placeholders until the cluster's admins publish theirs (per GPU: "
+        "the federation tutorial's suggestions, 6 CPUs and 32000M). Slurm "
         "partition names are unknown: jobs ask for the GPU type with --gres."
     ),
     notes={
@@ -277,11 +281,20 @@ FEDERATION_RULES = (
 # it depends on the node type, and 001 that a job may find anything from none to a terabyte free.
 
 
+@dataclass(frozen=True)
+class _Figure:
+    """A federation cluster's figure and where it is stated."""
+
+    value: int
+    source: Source
+
+
 def _federation(
     slug: str,
     name: str,
-    cpus_per_gpu: int,
-    memory_per_gpu_mb: int,
+    cpus_per_gpu: _Figure,
+    memory_per_gpu_mb: _Figure,
+    max_days: _Figure,
     gpus: tuple[GpuType, ...],
     partitions: tuple[Partition, ...],
     description: str,
@@ -297,18 +310,20 @@ def _federation(
             partitions=partitions,
             storage_tiers=_federation_tiers(),
             policy=Policy(
-                cpus_per_gpu=cpus_per_gpu,
-                memory_per_gpu_mb=memory_per_gpu_mb,
-                source=sources.SBATCH_ELEMENTS,
+                cpus_per_gpu=cpus_per_gpu.value,
+                memory_per_gpu_mb=memory_per_gpu_mb.value,
                 # 004: home for code and small files (50 GB); datasets and what jobs keep in
                 # the group's project space, which jobs reach as $PROJECT.
                 results_dir=FEDERATION_RESULTS_DIR,
+                source=sources.STORAGE_AREAS,
+                cpus_source=cpus_per_gpu.source,
+                memory_source=memory_per_gpu_mb.source,
             ),
             environment=FEDERATION_JOB_ENVIRONMENT,
             rules=FEDERATION_RULES,
         ),
-        description=description,
-        source=sources.DATASET_SIZE_TIERS,
+        description=f"{description} Jobs run at most {max_days.value} days.",
+        source=max_days.source,  # what the description states beyond the GPU models
         note=note,
         login_host=f"{slug}.alliancecan.ca",
         notes={g.name: PUBLIC_DOCS for g in gpus} | {p.name: PUBLIC_DOCS for p in partitions},
@@ -330,11 +345,12 @@ def _node(name: str, gpus: int, cpus: int, memory_mb: int, days: int) -> Partiti
 NARVAL = _federation(
     "narval",
     "Narval",
-    12,
-    124_500,
+    _Figure(12, sources.PUBLIC_HARDWARE),
+    _Figure(124_500, sources.PUBLIC_HARDWARE),
+    _Figure(7, sources.NOTES_SBATCH_ELEMENTS),
     (_gpu("a100", 40, 1.0),),
     (_node("a100", 4, 48, 498_000, 7),),
-    "A federation cluster with NVIDIA A100 GPUs. Jobs run at most 7 days.",
+    "A federation cluster with NVIDIA A100 GPUs.",
     "7-day maximum from 004. GPU model, node layout, CPUs per GPU (12) and memory per GPU "
     "(124500M, the node's share per GPU) from the cluster's public documentation.",
     {"a100": "NVIDIA A100-SXM4 40GB"},
@@ -343,11 +359,12 @@ NARVAL = _federation(
 BELUGA = _federation(
     "beluga",
     "Béluga",
-    10,
-    47_000,
+    _Figure(10, sources.PUBLIC_HARDWARE),
+    _Figure(47_000, sources.SBATCH_EXAMPLE),
+    _Figure(7, sources.SBATCH_ELEMENTS),
     (_gpu("v100", 16, 0.45),),
     (_node("v100", 4, 40, 186_000, 7),),
-    "A federation cluster with NVIDIA V100 GPUs. Jobs run at most 7 days.",
+    "A federation cluster with NVIDIA V100 GPUs.",
     "7-day maximum and 47000M per GPU from 002. GPU model, node layout and CPUs per GPU (10) "
     "from the cluster's public documentation.",
     {"v100": "NVIDIA V100-SXM2 16GB"},
@@ -356,32 +373,34 @@ BELUGA = _federation(
 CEDAR = _federation(
     "cedar",
     "Cedar",
-    6,
-    32_000,
+    _Figure(6, sources.SBATCH_ELEMENTS),
+    _Figure(32_000, sources.SBATCH_EXAMPLE),
+    _Figure(28, sources.SBATCH_ELEMENTS),
     (_gpu("p100", 12, 0.3), _gpu("p100l", 16, 0.3), _gpu("v100l", 32, 0.45)),
     (
         _node("p100", 4, 24, 125_000, 28),
         _node("p100l", 4, 24, 250_000, 28),
         _node("v100l", 4, 32, 187_000, 28),
     ),
-    "A federation cluster with NVIDIA P100 and V100 GPUs. Jobs run at most 28 days.",
-    "28-day maximum and 32000M per GPU from 002. GPU models, node layouts and CPUs per GPU (6) "
-    "from the cluster's public documentation.",
+    "A federation cluster with NVIDIA P100 and V100 GPUs.",
+    "28-day maximum, 32000M and 6 CPUs per GPU from 002. GPU models and node layouts from the "
+    "cluster's public documentation.",
     {"p100": "NVIDIA P100 12GB", "p100l": "NVIDIA P100 16GB", "v100l": "NVIDIA V100 32GB"},
 )
 
 GRAHAM = _federation(
     "graham",
     "Graham",
-    16,
-    64_000,
+    _Figure(16, sources.PUBLIC_HARDWARE),
+    _Figure(64_000, sources.SBATCH_EXAMPLE),
+    _Figure(28, sources.SBATCH_ELEMENTS),
     (_gpu("p100", 12, 0.3), _gpu("v100", 16, 0.45), _gpu("t4", 16, 0.25)),
     (
         _node("p100", 2, 32, 127_000, 28),
         _node("v100", 8, 28, 183_000, 28),
         _node("t4", 4, 44, 192_000, 28),
     ),
-    "A federation cluster with NVIDIA P100, V100 and T4 GPUs. Jobs run at most 28 days.",
+    "A federation cluster with NVIDIA P100, V100 and T4 GPUs.",
     "28-day maximum and 64000M per GPU from 002. GPU models, node layouts and CPUs per GPU (16) "
     "from the cluster's public documentation.",
     {"p100": "NVIDIA P100 12GB", "v100": "NVIDIA V100 16GB", "t4": "NVIDIA T4 16GB"},
@@ -409,10 +428,14 @@ DGX = SeedCluster(
             ),
         ),
         storage_tiers=(),
+        # 003 gives the utilization target only: the share per GPU is the node's split.
         policy=Policy(
             cpus_per_gpu=16,
             memory_per_gpu_mb=125_000,
             utilization_target_percent=90,
+            source=sources.UTILIZATION_TARGET,
+            cpus_source=sources.PUBLIC_HARDWARE,
+            memory_source=sources.PUBLIC_HARDWARE,
         ),
     ),
     description=(

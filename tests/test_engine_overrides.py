@@ -50,7 +50,7 @@ def test_memory_over_the_per_gpu_guidance_is_taken_with_the_rule_quoted():
     assert rec.ok and rec.resources.mem == "200000M"
     warning = note(rec.warnings, "memory_over_guidance")
     assert "Narval asks for 124500M per GPU (124500M for this job)" in warning.message
-    assert warning.field == "memory" and warning.source == sources.SBATCH_ELEMENTS
+    assert warning.field == "memory" and warning.source == sources.PUBLIC_HARDWARE
 
 
 def test_memory_over_the_node_is_refused_with_what_the_node_has():

@@ -10,19 +10,22 @@ from tests.engine_helpers import advise, codes, note
 
 
 @pytest.mark.parametrize(
-    ("slug", "cpus", "mem"),
+    ("slug", "cpus", "mem", "cpus_source", "mem_source"),
     [
-        ("beluga", 10, "47000M"),
-        ("cedar", 6, "32000M"),
-        ("graham", 16, "64000M"),
-        ("narval", 12, "124500M"),
+        ("beluga", 10, "47000M", sources.PUBLIC_HARDWARE, sources.SBATCH_EXAMPLE),
+        ("cedar", 6, "32000M", sources.SBATCH_ELEMENTS, sources.SBATCH_EXAMPLE),
+        ("graham", 16, "64000M", sources.PUBLIC_HARDWARE, sources.SBATCH_EXAMPLE),
+        ("narval", 12, "124500M", sources.PUBLIC_HARDWARE, sources.PUBLIC_HARDWARE),
     ],
 )
-def test_cpus_and_memory_follow_the_clusters_policy_per_gpu(slug, cpus, mem):
+def test_cpus_and_memory_follow_the_clusters_policy_per_gpu(
+    slug, cpus, mem, cpus_source, mem_source
+):
     rec = advise(slug, dataset_gb=50)
     assert rec.resources.cpus_per_task.value == cpus
     assert rec.resources.mem == mem
-    assert rec.resources.memory_mb.source == sources.SBATCH_ELEMENTS
+    assert rec.resources.cpus_per_task.source == cpus_source
+    assert rec.resources.memory_mb.source == mem_source
 
 
 def test_one_gpu_unless_the_program_uses_several():

@@ -3,14 +3,14 @@
 A cluster publishes one ratio per GPU, but its node types differ: Graham's v100 nodes have 28
 CPUs for 8 GPUs, far fewer than the 16 per GPU of its p100 nodes. A job that took the ratio
 there would hold the whole node for a few of its GPUs. So the share is the cluster's ratio, or
-the node type's own split where that is clearly smaller, each with the source that states it.
+the node type's own split where that is clearly smaller, each with the source that states it:
+the policy's own source for each figure of the ratio, the partition's for a node's split.
 The documents' ratios are round figures a little over some nodes' exact split (Cedar's 32000M
 for 31250M): those are kept, as the documents write them.
 """
 
 from dataclasses import dataclass
 
-from guidance.engine import sources
 from guidance.engine.sources import Source
 from guidance.engine.types import Cluster, Partition
 
@@ -32,7 +32,6 @@ def gpu_share(cluster: Cluster, partition: Partition) -> GpuShare:
     policy = cluster.policy
     gpus = max(partition.gpus_per_node, 1)
     node_cpus, node_memory = partition.cpus_per_node // gpus, partition.memory_per_node_mb // gpus
-    ratio_source = policy.source or sources.SBATCH_ELEMENTS
     node = f"{partition.name} nodes on {cluster.name} have"
     if node_cpus * SHARE_TOLERANCE < policy.cpus_per_gpu:
         cpus = max(node_cpus, 1)
@@ -47,7 +46,7 @@ def gpu_share(cluster: Cluster, partition: Partition) -> GpuShare:
             f"{cpus} CPUs per GPU, {cluster.name}'s ratio: enough DataLoader workers to keep "
             "each GPU fed."
         )
-        cpus_source = ratio_source
+        cpus_source = policy.cpus_source
     if node_memory * SHARE_TOLERANCE < policy.memory_per_gpu_mb:
         memory = node_memory
         memory_reason = f"{memory}M per GPU: {node} {partition.memory_per_node_mb}M for {gpus} GPUs"
@@ -55,5 +54,5 @@ def gpu_share(cluster: Cluster, partition: Partition) -> GpuShare:
     else:
         memory = policy.memory_per_gpu_mb
         memory_reason = f"{memory}M per GPU on {cluster.name}"
-        memory_source = ratio_source
+        memory_source = policy.memory_source
     return GpuShare(cpus, memory, cpus_reason, memory_reason, cpus_source, memory_source)

@@ -40,6 +40,8 @@ INTERACTIVE_FIRST = Source(DOC_ML_TUTORIAL, "Step 4: Interactive job (salloc)")
 SBATCH_ELEMENTS = Source(
     DOC_ML_TUTORIAL, "Step 5: Scripted job (sbatch) / Important elements of a sbatch script"
 )
+# Memory per GPU for Cedar, Béluga and Graham, in the example script's comments.
+SBATCH_EXAMPLE = Source(DOC_ML_TUTORIAL, "Step 5: Scripted job (sbatch) / Example script")
 CHECKPOINT_CHAIN = Source(
     DOC_ML_TUTORIAL, "Step 5: Scripted job (sbatch) / Checkpointing a long-running job"
 )
@@ -80,6 +82,11 @@ VENV_MULTI_NODE = Source(
 MODULES_IN_JOBS = Source(
     DOC_FEDERATION_NOTES, "SLURM Workload manager / Commands for the system (linux commands)"
 )
+# 004's copy of 002's list of sbatch elements, which adds Narval to the 7-day clusters.
+NOTES_SBATCH_ELEMENTS = Source(
+    DOC_FEDERATION_NOTES,
+    "ML & DL steps / Step 5: Scripted job (sbatch) / Important elements of a sbatch script",
+)
 RAM_DISK = Source(DOC_FEDERATION_NOTES, "Large collections of files handling / RAM disk")
 SBATCH_DIRECTIVES = Source(
     DOC_FEDERATION_NOTES, "SLURM Workload manager / commands for scheduler (resources + account_no)"
@@ -88,6 +95,11 @@ SBATCH_DIRECTIVES = Source(
 # Facts the documents do not give: hardware from the clusters' own published pages.
 PUBLIC_HARDWARE = Source(
     "the cluster's public documentation", "GPU node types (see the admin note)"
+)
+# A site whose documents give no CPUs or memory per GPU gets 002's suggestions for one GPU: the
+# citation says they are the portal's stand-in, not the site's rule.
+PORTAL_DEFAULTS = Source(
+    "the portal's defaults", "the federation tutorial's suggestions (see the admin note)"
 )
 SINGLE_GPU_PYTORCH = Source(DOC_FEDERATION_NOTES, "pytorch with single-gpu")
 MULTI_GPU_PYTORCH = Source(

@@ -165,7 +165,12 @@ class Policy:
     utilization_target_percent: int = 90
     many_files_threshold: int = 100_000
     small_file_kb: int = 300
+    # The rest of the policy: a site's figures and rules besides the ratio below.
     source: Source | None = None
+    # The ratio's two figures often come from different places (Béluga: memory from 002, CPUs
+    # from its node table), so each has its own; None where nothing states it.
+    cpus_source: Source | None = None
+    memory_source: Source | None = None
     # Where results and checkpoints go unless the user says otherwise, as a path starts in jobs
     # ($PROJECT/results); "" where the site publishes none.
     results_dir: str = ""

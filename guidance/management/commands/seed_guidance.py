@@ -8,15 +8,15 @@ from guidance import models, seed
 from guidance.doc_import import import_documents
 from guidance.engine.sources import Source
 from guidance.engine.types import Policy, StorageTier
-from guidance.facts import same_named
+from guidance.facts import POLICY_SOURCES, same_named
 
 REASON = "Loaded from the portal's seed guidance"
 
 
-def _source(source: Source | None) -> dict:
+def _source(source: Source | None, prefix: str = "") -> dict:
     if source is None:
         return {}
-    return {"source_document": source.document, "source_section": source.section}
+    return {f"{prefix}source_document": source.document, f"{prefix}source_section": source.section}
 
 
 class Command(BaseCommand):
@@ -73,7 +73,10 @@ class Command(BaseCommand):
         self._create(
             models.Policy,
             {"cluster": cluster},
-            same_named(facts.policy, Policy) | _source(facts.policy.source),
+            same_named(facts.policy, Policy, but=POLICY_SOURCES)
+            | _source(facts.policy.source)
+            | _source(facts.policy.cpus_source, "cpus_")
+            | _source(facts.policy.memory_source, "memory_"),
         )
         environment = facts.environment
         self._create(
