@@ -46,6 +46,13 @@ def test_it_sends_staff_to_the_cluster_when_it_has_no_login_host(staff_client, n
     assert f'href="/admin/guidance/cluster/{narval.pk}/change/">Set its login host' in page
 
 
+def test_it_tells_users_what_to_ask_for_when_there_is_no_login_host(user_client, narval):
+    narval.login_host = ""
+    narval.save()
+    page = _page(user_client)
+    assert "Ask the portal's admins to register its login host and confirm its key" in page
+
+
 def test_a_confirmed_host_key_offers_the_key(user_client, narval):
     narval.host_key = keys.generate_keypair().public_line
     narval.save()

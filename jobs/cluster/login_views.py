@@ -49,17 +49,23 @@ def _waiting(user, clusters: list[Cluster]) -> dict[int, list[Composition]]:
 
 
 def _not_yet(request: HttpRequest, cluster: Cluster) -> dict:
-    """Why `cluster` takes no logins yet, and for staff the admin page that fixes it."""
+    """Why `cluster` takes no logins yet, and what fixes it: for staff a link to the admin page,
+    for users whom to ask."""
     if not cluster.login_host:
-        why, fix = "no login host is registered for it", "Set its login host"
-        fix_url = reverse("admin:guidance_cluster_change", args=[cluster.pk])
+        why = "no login host is registered for it"
+        ask = "register its login host and confirm its key"
+        fix, fix_url = (
+            "Set its login host",
+            reverse("admin:guidance_cluster_change", args=[cluster.pk]),
+        )
     else:
         why = f"no admin has confirmed the host key of {cluster.login_host} yet"
+        ask = "confirm it"
         fix, fix_url = (
             "Check and confirm its host key",
             reverse("cluster_host_key", args=[cluster.pk]),
         )
-    return {"why": why, "fix": fix, "fix_url": fix_url if request.user.is_staff else ""}
+    return {"why": why, "ask": ask, "fix": fix, "fix_url": fix_url if request.user.is_staff else ""}
 
 
 @login_required
