@@ -24,24 +24,33 @@ def _get_token_for_user(request: HttpRequest, pk: int) -> ApiToken:
     return get_object_or_404(ApiToken, pk=pk, user=request.user, revoked=None)
 
 
+# Where a new token's secret waits between the POST that made it and the one page that shows it.
+NEW_TOKEN = "new_api_token"
+
+
 @checks_nul_per_field
 @login_required
 @require_http_methods(["GET", "POST"])
 @never_cache  # the page that shows a new token must not be kept by a browser or a proxy
 def tokens(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
-    created = secret = None
     if form.is_valid():
-        # Shown in this response only, never stored and never redirected through the session.
         created, secret = ApiToken.issue(request.user, form.cleaned_data["name"])
-        form = TokenForm()
+        # Redirected, so that reloading the page does not send the form again and make a second
+        # token. The secret rides in the server-side session for that one request only: the GET
+        # below pops it, so it is shown once.
+        request.session[NEW_TOKEN] = {"pk": created.pk, "secret": secret}
+        return redirect("tokens")
+    new = request.session.pop(NEW_TOKEN, None) if request.method == "GET" else None
+    created = new and ApiToken.objects.filter(pk=new["pk"], user=request.user).first()
     ctx = {
         "form": form,
         "tokens": ApiToken.objects.filter(user=request.user, revoked=None),
         "created": created,
-        "secret": secret,
+        "secret": new["secret"] if created else None,
         "api_url": request.build_absolute_uri(reverse("api:recommendation")),
         "schema_url": reverse("api:openapi-json"),
+        "docs_url": reverse("api:openapi-view"),
     }
     return render(request, "portal/tokens.html", ctx)
 

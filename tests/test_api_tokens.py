@@ -102,8 +102,10 @@ def test_the_nav_links_to_the_tokens_page(user_client):
 
 
 def test_it_creates_a_token_shown_once_that_works(user_client, seeded, user):
-    response = user_client.post(reverse("tokens"), {"name": "cluster scripts"})
-    assert response.status_code == 200
+    made = user_client.post(reverse("tokens"), {"name": "cluster scripts"})
+    # Redirected, so that reloading the page that shows the token does not make another.
+    assert made.status_code == 302 and made["Location"] == reverse("tokens")
+    response = user_client.get(made["Location"])
     assert "no-store" in response["Cache-Control"]
     token = ApiToken.objects.get(user=user)
     assert token.name == "cluster scripts"
@@ -123,6 +125,31 @@ def test_it_creates_a_token_shown_once_that_works(user_client, seeded, user):
     assert token.prefix in later
     assert secret not in later
     assert token.token_hash not in later
+    assert secret not in str(dict(user_client.session))  # gone from the session once shown
+
+
+def test_a_reload_after_creating_a_token_makes_no_second_one(user_client, user):
+    response = user_client.post(reverse("tokens"), {"name": "laptop"}, follow=True)
+    assert '<code id="new-token">' in response.text
+    # What a browser's reload does after a redirect: GET the page it landed on.
+    again = user_client.get(response.redirect_chain[-1][0])
+    assert '<code id="new-token">' not in again.text
+    assert ApiToken.objects.filter(user=user).count() == 1
+
+
+def test_the_new_secret_is_not_shown_to_another_user(user_client, user, stranger):
+    # A session holding a token it was not issued to (it cannot happen through the page) shows
+    # nothing: the token must be this user's.
+    theirs, secret = ApiToken.issue(stranger, "theirs")
+    session = user_client.session
+    session["new_api_token"] = {"pk": theirs.pk, "secret": secret}
+    session.save()
+    assert secret not in user_client.get(reverse("tokens")).text
+
+
+def test_the_tokens_page_links_to_the_api_docs(user_client):
+    page = user_client.get(reverse("tokens")).text
+    assert f'href="{reverse("api:openapi-view")}"' in page
 
 
 def test_it_stores_only_the_hash(user):

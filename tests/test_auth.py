@@ -88,3 +88,42 @@ def test_the_pages_name_an_icon_that_is_served(client: Client, alice: User) -> N
     # Asked for by its old name, it is found too.
     answer = client.get("/favicon.ico")
     assert answer.status_code == 301 and answer["Location"] == "/static/favicon.svg"
+
+
+def test_the_password_change_page_is_the_portals_and_in_the_menu(client: Client, alice: User):
+    client.force_login(alice)
+    assert f'href="{reverse("password_change")}"' in client.get(reverse("home")).text
+    page = client.get(reverse("password_change")).text
+    assert "<h1>Change your password</h1>" in page
+    assert 'class="site-header"' in page
+    assert "Django administration" not in page and "admin" not in page.lower().split("<main")[1]
+
+
+def test_it_changes_the_password_and_says_so_in_the_portals_look(client: Client, alice: User):
+    client.force_login(alice)
+    new = "another-horse-battery-staple"
+    form = {"old_password": PASSWORD, "new_password1": new, "new_password2": new}
+    response = client.post(reverse("password_change"), form, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("password_change_done")
+    assert "<h1>Password changed</h1>" in response.text
+    assert 'class="site-header"' in response.text
+    alice.refresh_from_db()
+    assert alice.check_password(new)
+
+
+def test_it_shows_a_wrong_current_password(client: Client, alice: User) -> None:
+    client.force_login(alice)
+    form = {"old_password": "wrong", "new_password1": "x-y-z-w-v", "new_password2": "x-y-z-w-v"}
+    response = client.post(reverse("password_change"), form)
+    assert response.status_code == 200
+    assert "Your old password was entered incorrectly" in response.text
+    alice.refresh_from_db()
+    assert alice.check_password(PASSWORD)
+
+
+def test_every_page_links_to_the_api_docs(client: Client, alice: User) -> None:
+    docs = reverse("api:openapi-view")
+    assert f'href="{docs}"' in client.get(reverse("login")).text
+    client.force_login(alice)
+    assert f'href="{docs}"' in client.get(reverse("home")).text
+    assert client.get(docs).status_code == 200

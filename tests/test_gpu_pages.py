@@ -4,6 +4,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.utils.html import strip_tags
 
 from jobs.gpu import chart
 from jobs.models import Composition, Job, JobState, SampleFile
@@ -47,7 +48,8 @@ def test_the_chart_has_one_series_per_gpu(user_client, job):
     assert "GPU 0 on a100-2: 30% busy on average, peak memory 12.0 of 80 GB." in svg
     assert "GPU 1 on a100-2: 0% busy on average" in svg
     assert "<caption>Each GPU over the whole run so far</caption>" in page
-    assert "<td>12.0 GB of 80 GB</td>" in page and "<td>0.4 GB of 80 GB</td>" in page
+    table = strip_tags(re.search(r'<table class="gpu-table".*?</table>', page, re.S)[0])
+    assert "12.0 GB of 80 GB" in table and "0.4 GB of 80 GB" in table
 
 
 def test_the_running_job_shows_the_warnings_with_their_sources(user_client, job):
@@ -113,9 +115,10 @@ def test_the_report_after_the_job_ends(user_client, job):
     assert "15% on average" in page and "GPU 0 on a100-2: 30%; GPU 1 on a100-2: 0%." in page
     assert "Under the 90% target 100% of the sampled time." in page
     assert "peak 12.0 GB" in page and "of the card's 80 GB" in page
-    assert "25.0%" in page and "3:00:00 of 12:00:00 core-walltime (12 CPUs \u00d7 1:00:00)" in page
-    assert "8000 MB of 32000 MB requested" in page
-    assert "ran 1:00:00 of 4:00:00" in page
+    text = strip_tags(page)  # the figures are in spans that keep each on one line
+    assert "25.0%" in text and "3:00:00 of 12:00:00 core-walltime (12 CPUs \u00d7 1:00:00)" in text
+    assert "8000 MB of 32000 MB requested" in text
+    assert "ran 1:00:00 of 4:00:00" in text
     assert "--time=1:15:00 instead of 4:00:00" in page
     assert "1 GPU instead of 2" in page
     assert "Save as the next run" in page

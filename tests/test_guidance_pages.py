@@ -74,7 +74,7 @@ def test_storage_quotas_read_as_the_site_publishes_them(user_client, seeded):
     # The federation documents home 50 GB, scratch 20 TB, project 1 TB, in powers of 1000.
     page = user_client.get("/guidance/narval/").content.decode()
     for quota in ("50 GB", "20 TB", "1 TB"):
-        assert f"<td>{quota}</td>" in page
+        assert f'<td class="nowrap">{quota}</td>' in page
     for binary in ("46.6", "18.2 TB", "931.3"):
         assert binary not in page
 

@@ -1,6 +1,6 @@
 """Admin pages that talk to a cluster: pin its login host's key, import its partitions."""
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -36,6 +36,7 @@ def host_key(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Pinned {presented.fingerprint} for {cluster.login_host}.")
         return redirect(change_url)
     ctx = {
+        **admin.site.each_context(request),  # the site's header and title, as on its own pages
         "cluster": cluster,
         "presented": presented,
         "same": presented.line.split()[:2] == cluster.host_key.split()[:2],
@@ -68,5 +69,10 @@ def import_partitions(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(change_url)
     existing = {p.name: p for p in cluster.partitions.select_related("gpu_type")}
     rows = [(partition, existing.get(partition.name)) for partition in found]
-    ctx = {"cluster": cluster, "rows": rows, "title": f"Import partitions of {cluster.name}"}
+    ctx = {
+        **admin.site.each_context(request),
+        "cluster": cluster,
+        "rows": rows,
+        "title": f"Import partitions of {cluster.name}",
+    }
     return render(request, "jobs/admin_import_partitions.html", ctx)

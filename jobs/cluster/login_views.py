@@ -9,20 +9,17 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from guidance.models import Cluster
 from jobs.cluster import keys, remote
 from jobs.cluster.errors import ClusterError
-from jobs.models import ClusterAccount
+from jobs.models import ClusterAccount, Composition
 
 logger = logging.getLogger(__name__)
 WRAPPER = Path(settings.BASE_DIR) / "docker" / "cluster-side" / "portal-remote"
-
-
-def _clusters():
-    return [c for c in Cluster.objects.order_by("name") if c.accepts_logins]
 
 
 def _key_line(account: ClusterAccount | None) -> str:
@@ -40,17 +37,55 @@ def _key_line(account: ClusterAccount | None) -> str:
         return keys.authorized_keys_line(account.public_key, command=command)
 
 
+def _waiting(user, clusters: list[Cluster]) -> dict[int, list[Composition]]:
+    """The user's compositions for each cluster, newest first: "Save and submit" without a login
+    saves them and leads here, so the page says where they are."""
+    by_slug = {c.slug: c.pk for c in clusters}
+    waiting: dict[int, list[Composition]] = {}
+    for composition in Composition.objects.filter(owner=user).only("name", "fields", "updated"):
+        if (pk := by_slug.get(composition.fields.get("cluster"))) is not None:
+            waiting.setdefault(pk, []).append(composition)
+    return waiting
+
+
+def _not_yet(request: HttpRequest, cluster: Cluster) -> dict:
+    """Why `cluster` takes no logins yet, and what fixes it: for staff a link to the admin page,
+    for users whom to ask."""
+    if not cluster.login_host:
+        why = "no login host is registered for it"
+        ask = "register its login host and confirm its key"
+        fix, fix_url = (
+            "Set its login host",
+            reverse("admin:guidance_cluster_change", args=[cluster.pk]),
+        )
+    else:
+        why = f"no admin has confirmed the host key of {cluster.login_host} yet"
+        ask = "confirm it"
+        fix, fix_url = (
+            "Check and confirm its host key",
+            reverse("cluster_host_key", args=[cluster.pk]),
+        )
+    return {"why": why, "ask": ask, "fix": fix, "fix_url": fix_url if request.user.is_staff else ""}
+
+
 @login_required
 @require_safe
 def accounts(request: HttpRequest) -> HttpResponse:
+    # Every cluster that runs scripts is listed: one that takes no logins yet says why, since
+    # "Save and submit" without a login leads here whatever the cluster.
+    clusters = [c for c in Cluster.objects.order_by("name") if c.takes_scripts]
     mine = {a.cluster_id: a for a in ClusterAccount.objects.filter(owner=request.user)}
+    waiting = _waiting(request.user, [c for c in clusters if c.pk not in mine])
     rows = [
         {
             "cluster": cluster,
             "account": mine.get(cluster.pk),
             "authorized_keys": _key_line(mine.get(cluster.pk)),
+            "not_yet": None if cluster.accepts_logins else _not_yet(request, cluster),
+            "waiting": waiting.get(cluster.pk, [])[:3],
+            "more_waiting": len(waiting.get(cluster.pk, [])) > 3,
         }
-        for cluster in _clusters()
+        for cluster in clusters
     ]
     return render(request, "jobs/accounts.html", {"rows": rows})
 
