@@ -250,7 +250,7 @@ SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
 HISTORY_DAYS = env_int("HISTORY_DAYS", 14, minimum=0, maximum=366)
 HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", 6 * POLL_SECONDS, minimum=1)
 # A submission's task holds its job this long after its last attempt began; one silent for longer
-# was lost (a worker killed as it took it: the default broker has already deleted the message),
+# was lost (a worker killed as it took it: the broker has already marked the message delivered),
 # and the sweep hands the job to a worker again. Longer than an attempt and its retries take.
 SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
 # How often beat's sweep looks for such jobs, and for ones the broker did not take (Redis down).
