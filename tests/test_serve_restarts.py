@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from portal.management.commands.serve import restart_delay
 from tests.serving import Serve, healthz_ok
 from tests.workers import wait
 
-pytestmark = pytest.mark.service  # serve, its web server and its worker
+
+def test_it_waits_longer_after_each_exit_in_a_row_up_to_a_minute() -> None:
+    assert [restart_delay(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
 
 
+@pytest.mark.service  # serve, its web server and its worker
 def test_it_restarts_a_killed_worker_while_the_web_server_answers(tmp_path: Path) -> None:
     serve = Serve(tmp_path, SOAK_HOOKS="true")
     failures: list[float] = []

@@ -44,7 +44,17 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
 
 
 def _status(code: int) -> str:
-    return f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
+    if code >= 0:
+        return f"status {code}"
+    try:
+        return f"signal {signal.Signals(-code).name}"
+    except ValueError:  # a real-time signal has no name of its own
+        return f"signal {-code}"
+
+
+def restart_delay(failures: int) -> float:
+    """Seconds before starting a child again after `failures` exits in a row."""
+    return min(FIRST_RESTART_SECONDS * 2 ** (failures - 1), LONGEST_RESTART_SECONDS)
 
 
 @dataclass
@@ -70,7 +80,7 @@ class _Child:
         _signal_group(self.process, signal.SIGKILL)
         self.process = None
         self.failures = 1 if now - self.started >= STEADY_SECONDS else self.failures + 1
-        delay = min(FIRST_RESTART_SECONDS * 2 ** (self.failures - 1), LONGEST_RESTART_SECONDS)
+        delay = restart_delay(self.failures)
         self.restart_at = now + delay
         return delay
 
