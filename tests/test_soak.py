@@ -26,12 +26,13 @@ BEAT_SENT = "Sending due task soak-mark"
 
 
 def waiting(folder: Path) -> int:
-    """Messages still in the embedded broker (none with SOAK_BROKER_URL: not counted there)."""
+    """soak_mark messages still in the embedded broker (with SOAK_BROKER_URL: not counted)."""
     path = folder / "celery" / "broker.sqlite3"
     if not path.exists():
         return 0
     with closing(sqlite3.connect(path)) as broker:
-        return broker.execute("SELECT count(*) FROM kombu_message WHERE visible = 1").fetchone()[0]
+        query = "SELECT count(*) FROM kombu_message WHERE visible = 1 AND payload LIKE ?"
+        return broker.execute(query, ["%portal.tasks.soak_mark%"]).fetchone()[0]
 
 
 def wait_until(check: Callable[[], bool], timeout: float) -> bool:
