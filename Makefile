@@ -1,5 +1,6 @@
 # make run   set up .venv, migrate, load guidance data, create an admin, serve until Ctrl-C
-# make test  install the dev tools, lint, run every test (PYTEST_ARGS="-k auth" narrows it)
+# make test  install the dev tools, lint, run every test (PYTEST_ARGS="-k auth" narrows it), the
+#            ten-minute soak test beside the others
 # make test-fast  lint and the tests that need no service (dev cluster, Chromium, sshd, Redis)
 
 VENV := .venv
@@ -46,10 +47,20 @@ run: venv
 	fi && \
 	exec $(BIN)/python manage.py serve
 
-# The tests import the settings, which need SECRET_KEY unless DEBUG is true.
+# The tests import the settings, which need SECRET_KEY unless DEBUG is true. The soak test (ten
+# minutes of a mostly idle worker) runs beside the others rather than after them, in a folder and
+# without a cache of its own; its output follows theirs. Status 5 is "no test selected": a
+# PYTEST_ARGS that picks none of the soak run's tests is not a failure.
 test: lint
 	@sh scripts/install-test-deps
-	DEBUG="$${DEBUG:-true}" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	@export DEBUG="$${DEBUG:-true}"; soak_dir=$$(mktemp -d); \
+	$(BIN)/python -m pytest -m soak -p no:cacheprovider --basetemp="$$soak_dir/tmp" $(PYTEST_ARGS) \
+		>"$$soak_dir/output" 2>&1 & soak=$$!; \
+	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS); others=$$?; \
+	wait $$soak; soaked=$$?; \
+	echo "--- the soak test (pytest -m soak), run beside the others, exited with $$soaked:"; \
+	cat "$$soak_dir/output"; rm -rf "$$soak_dir"; \
+	[ $$others = 0 ] && { [ $$soaked = 0 ] || [ $$soaked = 5 ]; }
 
 # The markers come from the fixtures a test uses (tests/conftest.py); -n spreads the tests over
 # the cores (pytest-xdist): most of their time is each test's own database setup.

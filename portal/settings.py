@@ -7,11 +7,12 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from portal import broker
 from portal.env import REQUIRED, env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-# Local state (SQLite database, filesystem broker, beat schedule) lives here. Tests point it at a
+# Local state (SQLite database, embedded broker, beat schedule) lives here. Tests point it at a
 # temporary folder so that they never touch a developer's data.
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -190,12 +191,19 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 
-# Celery reads every CELERY_* setting here (portal/celery.py).
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+# Celery reads every CELERY_* setting here (portal/celery.py). The default broker is embedded
+# (portal/broker.py): a SQLite file of its own, so `make run` works on a bare machine.
+CELERY_BROKER_URL = env_str(
+    "CELERY_BROKER_URL", broker.PREFIX + str(VAR_DIR / "celery" / "broker.sqlite3")
+)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    # The filesystem broker needs no server, so `make run` works on a bare machine. Processed
-    # messages are deleted, not kept (store_processed), so the folder does not grow forever.
+BROKER_SQLITE_PATH = broker.sqlite_path(CELERY_BROKER_URL)
+if BROKER_SQLITE_PATH:
+    Path(BROKER_SQLITE_PATH).parent.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = broker.transport_options(BROKER_SQLITE_PATH)
+elif CELERY_BROKER_URL.startswith("filesystem://"):
+    # The former default, kept for tests/test_lost_submission.py: its worker can read a message
+    # file that is still being written and die of it. Processed messages are deleted.
     _broker_dir = VAR_DIR / "celery" / "broker"
     _control_dir = VAR_DIR / "celery" / "control"
     for _folder in (_broker_dir, _control_dir):
@@ -247,7 +255,7 @@ SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
 HISTORY_DAYS = env_int("HISTORY_DAYS", 14, minimum=0, maximum=366)
 HISTORY_READ_SECONDS = env_int("HISTORY_READ_SECONDS", 6 * POLL_SECONDS, minimum=1)
 # A submission's task holds its job this long after its last attempt began; one silent for longer
-# was lost (a worker killed as it took it: the default broker has already deleted the message),
+# was lost (a worker killed as it took it: the broker has already marked the message delivered),
 # and the sweep hands the job to a worker again. Longer than an attempt and its retries take.
 SUBMIT_LEASE_SECONDS = env_int("SUBMIT_LEASE_SECONDS", 300, minimum=1)
 # How often beat's sweep looks for such jobs, and for ones the broker did not take (Redis down).
@@ -266,6 +274,17 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "poll-clusters": {"task": "jobs.tasks.poll_clusters", "schedule": POLL_SECONDS},
     "sweep-submissions": {"task": "jobs.tasks.sweep_submissions", "schedule": SUBMIT_SWEEP_SECONDS},
 }
+if BROKER_SQLITE_PATH:
+    CELERY_BEAT_SCHEDULE["prune-broker"] = {"task": "portal.tasks.prune_broker", "schedule": 600}
+# Test only (tests/test_soak.py), never in production: beat sends portal.tasks.soak_mark every
+# second and POST /soak/enqueue/ sends more of them from the web process.
+SOAK_HOOKS = env_bool("SOAK_HOOKS", False)
+if SOAK_HOOKS:
+    CELERY_BEAT_SCHEDULE["soak-mark"] = {
+        "task": "portal.tasks.soak_mark",
+        "schedule": 1.0,
+        "args": ["beat"],
+    }
 
 # GPU monitoring. The sampler in each GPU job writes a line per GPU every SAMPLE_SECONDS; the
 # portal warns about wasted GPUs only after GPU_WARMUP_SECONDS of a job's run (data loading,

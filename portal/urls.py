@@ -1,10 +1,11 @@
+from django.conf import settings
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
 from jobs.cluster import admin_views
-from portal import token_views, views
+from portal import soak_views, token_views, views
 from portal.api import api
 
 admin.site.site_header = "GPU portal administration"
@@ -29,3 +30,5 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
 ]
+if settings.SOAK_HOOKS:
+    urlpatterns.append(path("soak/enqueue/", soak_views.soak_enqueue))

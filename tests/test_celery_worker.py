@@ -42,6 +42,15 @@ def assert_pong(env: dict[str, str], log: Path) -> None:
     assert result.stdout.strip() == "pong"
 
 
+def test_a_worker_runs_ping_through_the_embedded_broker(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    # No CELERY_BROKER_URL: the default, a SQLite file under tmp_path/celery.
+    env = portal_env(tmp_path, CELERY_RESULT_BACKEND=f"file://{results}")
+    assert_pong(env, tmp_path / "worker.log")
+    assert (tmp_path / "celery" / "broker.sqlite3").exists()
+
+
 def test_a_worker_runs_ping_through_the_filesystem_broker(tmp_path: Path) -> None:
     results = tmp_path / "results"
     results.mkdir()

@@ -1,6 +1,7 @@
-# A real Celery worker on the default broker (the filesystem one `make run` uses) is killed just as
-# it takes a submission: that broker deletes a message when a worker takes it, so nothing would
-# ever run the submission again, and the job would show "Submitting" for ever. The sweep (beat's
+# A real Celery worker on the filesystem broker (`make run`'s former default) is killed just as it
+# takes a submission: that broker deletes a message when a worker takes it (the embedded one marks
+# it delivered, to the same effect), so nothing would ever run the submission again, and the job
+# would show "Submitting" for ever. The sweep (beat's
 # sweep_submissions) finds it once its task has been silent for SUBMIT_LEASE_SECONDS and hands it
 # to a worker again, which submits it once.
 #
@@ -45,7 +46,7 @@ def test_a_submission_lost_with_its_worker_is_swept_and_submitted_once(
 ) -> None:
     account = local_login
     queue = "celery"  # Celery's default: the broker folder (tmp_path/celery/broker) is the test's
-    # The default broker, its folder under tmp_path/celery/broker.
+    # The filesystem broker, its folder under tmp_path/celery/broker.
     env = worker_env(tmp_path, "filesystem://", SUBMIT_LEASE_SECONDS=str(LEASE_SECONDS))
     job = Job.objects.create(
         owner=account.owner,

@@ -5,15 +5,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.processes import REPO, manage, portal_env, python, start_python
+from tests.serving import free_port, healthz_ok
 
 pytestmark = pytest.mark.service  # the portal's own processes: manage.py, serve, a Celery worker
 
@@ -82,12 +81,6 @@ def test_ensure_admin_rejects_a_weak_password(env: dict[str, str]) -> None:
     assert authenticates(env, "admin") == (False, 0)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def process_table() -> dict[int, tuple[int, int, str]]:
     """Map each live pid to (parent pid, process group, start time); zombies are left out."""
     table = {}
@@ -125,14 +118,6 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, log: Path
             return
         time.sleep(0.25)
     pytest.fail(f"{what} within {timeout} s\n--- serve output:\n{log.read_text()}")
-
-
-def healthz_ok(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz/", timeout=2) as response:
-            return response.read() == b"ok"
-    except OSError:
-        return False
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")

@@ -4,16 +4,23 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from types import FrameType
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from portal.env import env_int, env_str
 
 # Celery's warm shutdown finishes the task at hand; past this, whatever is left is killed.
 GRACE_SECONDS = 5.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# A child that exits is started again after 1 s, then 2, 4... up to the longest wait; one that had
+# stayed up for STEADY_SECONDS starts again after 1 s, as after its first failure.
+FIRST_RESTART_SECONDS = 1.0
+LONGEST_RESTART_SECONDS = 60.0
+STEADY_SECONDS = 60.0
 
 
 def _commands(address: str) -> dict[str, list[str]]:
@@ -36,10 +43,53 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
         os.killpg(process.pid, signum)
 
 
+def _status(code: int) -> str:
+    if code >= 0:
+        return f"status {code}"
+    try:
+        return f"signal {signal.Signals(-code).name}"
+    except ValueError:  # a real-time signal has no name of its own
+        return f"signal {-code}"
+
+
+def restart_delay(failures: int) -> float:
+    """Seconds before starting a child again after `failures` exits in a row."""
+    return min(FIRST_RESTART_SECONDS * 2 ** (failures - 1), LONGEST_RESTART_SECONDS)
+
+
+@dataclass
+class _Child:
+    name: str
+    command: list[str]
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    failures: int = 0  # exits in a row, each after less than STEADY_SECONDS
+    restart_at: float = 0.0
+
+    def start(self) -> None:
+        # Each child leads its own process group, so a terminal's Ctrl-C reaches only serve: it
+        # decides the order and the deadline, and can kill every grandchild at the end.
+        self.process = subprocess.Popen(self.command, process_group=0)
+        self.started = time.monotonic()
+
+    def exited(self, now: float) -> float:
+        """Forgets the exited process and says how long to wait before starting it again."""
+        assert self.process
+        # The pool processes of a killed worker outlive it in its group: they must not take
+        # messages beside the new one.
+        _signal_group(self.process, signal.SIGKILL)
+        self.process = None
+        self.failures = 1 if now - self.started >= STEADY_SECONDS else self.failures + 1
+        delay = restart_delay(self.failures)
+        self.restart_at = now + delay
+        return delay
+
+
 class Command(BaseCommand):
     help = (
-        "Run the web server and a Celery worker with beat in the foreground; Ctrl-C stops both. "
-        "HOST and PORT choose the address (default 127.0.0.1:8000)."
+        "Run the web server and a Celery worker with beat in the foreground, starting either "
+        "again if it exits; Ctrl-C stops both. HOST and PORT choose the address "
+        "(default 127.0.0.1:8000)."
     )
     # runserver runs the system checks itself; running them here too only doubles start-up time.
     requires_system_checks = []
@@ -56,12 +106,10 @@ class Command(BaseCommand):
         for signum in STOP_SIGNALS:
             signal.signal(signum, request_stop)
 
-        # Each child leads its own process group, so a terminal's Ctrl-C reaches only this process:
-        # it decides the order and the deadline, and can kill every grandchild at the end.
-        children = {
-            name: subprocess.Popen(command, process_group=0)
-            for name, command in _commands(address).items()
-        }
+        children = [_Child(name, command) for name, command in _commands(address).items()]
+        for child in children:
+            child.start()
+            self._say(f"started the {child.name} process, pid {child.process.pid}")
         self.stdout.write(
             f"\nThe portal is starting at http://{address}/ with a Celery worker and beat.\n"
             "Log in as the administrator that `manage.py ensure_admin` reported. "
@@ -69,32 +117,47 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
 
-        exited = None
-        while not stop_requests and exited is None:
-            exited = next((name for name, p in children.items() if p.poll() is not None), None)
+        while not stop_requests:
+            self._supervise(children)
             time.sleep(0.2)
+        self._stop([child.process for child in children if child.process], stop_requests)
 
-        # Whatever stopped us, each child gets what a terminal's Ctrl-C would send its group: both
-        # stop cleanly on it, while a SIGTERM would also hit Celery's pool processes mid-shutdown.
-        for process in children.values():
+    def _supervise(self, children: list[_Child]) -> None:
+        # The web server is restarted too: runserver exits only on an error (its port taken, a
+        # crash), and a portal that serves again by itself beats one that needs a person.
+        now = time.monotonic()
+        for child in children:
+            if child.process is None:
+                if now >= child.restart_at:
+                    child.start()
+                    self._say(f"restarted the {child.name} process, pid {child.process.pid}")
+            elif (code := child.process.poll()) is not None:
+                pid = child.process.pid
+                delay = child.exited(now)
+                self._say(
+                    f"the {child.name} process (pid {pid}) exited with {_status(code)}; "
+                    f"restarting it in {delay:g} s"
+                )
+
+    def _stop(self, processes: list[subprocess.Popen], stop_requests: list[int]) -> None:
+        # Each child gets what a terminal's Ctrl-C would send its group: both stop cleanly on it,
+        # while a SIGTERM would also hit Celery's pool processes mid-shutdown.
+        for process in processes:
             if process.poll() is None:
                 _signal_group(process, signal.SIGINT)
         # A second Ctrl-C while waiting skips the rest of the grace period.
         deadline = time.monotonic() + GRACE_SECONDS
         while (
-            any(p.poll() is None for p in children.values())
+            any(p.poll() is None for p in processes)
             and time.monotonic() < deadline
             and len(stop_requests) < 2
         ):
             time.sleep(0.1)
-        for process in children.values():
+        for process in processes:
             # Also reaches grandchildren whose parent has already exited, so none is orphaned.
             _signal_group(process, signal.SIGKILL)
             process.wait()
 
-        if exited is not None:
-            code = children[exited].returncode
-            raise CommandError(
-                f"The {exited} process exited with status {code}; stopped the others.",
-                returncode=code if code and code > 0 else 1,
-            )
+    def _say(self, line: str) -> None:
+        self.stdout.write(f"[{datetime.now():%Y-%m-%d %H:%M:%S}] serve: {line}")
+        self.stdout.flush()
