@@ -117,7 +117,7 @@ def test_a_job_from_a_terminal_shows_after_one_poll_with_its_efficiency(
     assert job.state == JobState.COMPLETED, job.state
     assert (job.gpus, job.gpu_type, job.requested_memory_mb) == (1, "a100", 600)
     assert job.cpu_seconds and job.max_rss_mb and job.elapsed_seconds is not None
-    row = _row_of(user_client.get("/jobs/").content.decode(), job)
+    row = re.sub(r"<[^>]+>", "", _row_of(user_client.get("/jobs/").content.decode(), job))
     assert "Completed" in row and "of 0:02:00" in row  # elapsed against the time asked for
     assert "% CPU" in row and "% memory" in row and "GPU-hours" in row
 

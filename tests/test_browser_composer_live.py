@@ -95,3 +95,12 @@ def test_a_run_ai_cluster_asks_only_what_applies(page):
     page.select_option("select[name=cluster]", "narval")
     page.wait_for_selector('.compose-fields[data-scheduler="slurm"]', state="attached")
     assert page.locator("#field-account").is_visible()
+
+
+def test_save_as_follows_the_job_name_until_a_name_of_its_own_is_typed(page):
+    _describe(page)
+    page.fill("input[name=job_name]", "vit-large")
+    assert page.input_value("#composition-name") == "vit-large"
+    page.fill("#composition-name", "my sweep base")
+    page.fill("input[name=job_name]", "vit-small")
+    assert page.input_value("#composition-name") == "my sweep base"

@@ -86,3 +86,15 @@ document.addEventListener("change", (event) => {
     link.href = url.pathname + url.search;
   }
 });
+
+// "Save as" offers the job's name, and follows it as the job is renamed, until the user types a
+// name of their own there.
+document.addEventListener("input", (event) => {
+  const saveAs = document.getElementById("composition-name");
+  if (!saveAs) return;
+  if (event.target === saveAs) {
+    saveAs.dataset.typed = "true";
+  } else if (event.target.name === "job_name" && saveAs.dataset.typed !== "true") {
+    saveAs.value = event.target.value;
+  }
+});
