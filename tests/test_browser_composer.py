@@ -78,9 +78,11 @@ def test_a_time_over_the_maximum_is_refused_with_the_limit_and_its_source(page):
     _by_hand(page)
     page.fill("input[name=time_limit]", "8-00:00:00")
     page.locator("input[name=time_limit]").blur()
-    alert = page.locator("#panel .error")
+    # Beside the field, with its source; the advice for the values before stays meanwhile.
+    alert = page.locator("#errors-time_limit .errorlist")
     alert.wait_for()
     assert "a100 jobs on Narval may run 7 days at most" in alert.inner_text()
+    assert page.locator('[data-placement="node_local"]').count() == 1
     assert "Source: the cluster's public documentation, GPU node types" in alert.inner_text()
     assert page.input_value("input[name=time_limit]") == "8-00:00:00"  # kept as typed
     _fits(page)

@@ -176,7 +176,8 @@ def test_gpus_that_do_not_divide_by_the_nodes_are_rounded_with_a_warning():
     assert warning.field == "gpu_count" and "8 in all" in warning.message
 
 
-def test_fewer_gpus_than_nodes_is_refused_beside_the_nodes():
+def test_fewer_gpus_than_nodes_gives_each_node_one_with_a_warning():
     rec = advise("narval", gpu_count=4, nodes=100, multi_gpu=True, dataset_gb=50)
-    [error] = rec.errors
-    assert error.code == "fewer_gpus_than_nodes" and error.field == "nodes"
+    assert rec.resources.gpus_per_node.value * rec.resources.nodes.value == 100
+    warning = note(rec.warnings, "fewer_gpus_than_nodes")
+    assert warning.field == "gpu_count" and "100 in all" in warning.message

@@ -127,16 +127,17 @@ def _check_spread(spec: JobSpec, notes: Notes) -> None:
     count that does not divide by the nodes changes, which the user must hear about."""
     if not spec.multi_gpu or spec.nodes <= 1 or spec.gpu_count < 1:
         return
+    per_node = math.ceil(spec.gpu_count / spec.nodes)
     if spec.nodes > spec.gpu_count:
-        notes.error(
+        notes.warn(
             "fewer_gpus_than_nodes",
-            f"{spec.gpu_count} GPUs cannot spread over {spec.nodes} nodes: each node of the job "
-            f"needs at least one. Ask for {spec.gpu_count} nodes at most, or more GPUs.",
+            f"{spec.gpu_count} GPU{'s' if spec.gpu_count > 1 else ''} over {spec.nodes} nodes: "
+            f"each node of the job needs at least one, so it asks for one per node, "
+            f"{spec.nodes} in all. Ask for fewer nodes to keep to {spec.gpu_count}.",
             sources.SBATCH_OPTIONS,
-            "nodes",
+            "gpu_count",
         )
         return
-    per_node = math.ceil(spec.gpu_count / spec.nodes)
     if per_node * spec.nodes != spec.gpu_count:
         notes.warn(
             "gpus_rounded_to_nodes",
