@@ -66,7 +66,12 @@ def _send_submission(job_id: int) -> None:
 # module later cannot strand the tasks an older portal queued.
 @shared_task(name="jobs.tasks.submit_job", bind=True, max_retries=len(RETRY_DELAYS), acks_late=True)
 def submit_job(self, job_id: int) -> None:
-    job = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS).get(pk=job_id)
+    jobs = Job.objects.select_related("account__cluster").only(*SUBMIT_FIELDS)
+    job = jobs.filter(pk=job_id).first()
+    if job is None:
+        # Deleted since it was queued (its login removed, say): nothing is left to submit.
+        logger.info("Job %s no longer exists: nothing to submit", job_id)
+        return
     if job.state != JobState.SUBMITTING or job.slurm_id:
         # Already done: a second delivery changes nothing, but finishes a replacement that the
         # first one may not have (a worker killed between the submission and the cancel).

@@ -89,3 +89,9 @@ def test_while_the_cluster_does_not_answer_the_job_says_it_waits_for_it(job, mon
     assert seen == ["", "waiting for the cluster, which did not answer: trying again in 2 s"]
     job.refresh_from_db()
     assert (job.state, job.slurm_id, job.reason) == (JobState.PENDING, "4242", "")
+
+
+def test_a_task_for_a_job_deleted_since_it_was_queued_does_nothing(db):
+    # A message that outlived its job (the job's login removed, a database reset under an old
+    # broker file) is consumed quietly rather than failing in the worker's log.
+    assert tasks.submit_job.apply(args=[987654]).successful()
