@@ -6,6 +6,7 @@ script say the same numbers. Hypothesis draws the compositions; a failing exampl
 a plain test beside the rule it broke."""
 
 import math
+import os
 import re
 import subprocess
 
@@ -89,7 +90,7 @@ def _composed(form_data: dict):
 
 @pytest.mark.django_db
 @settings(
-    max_examples=250,
+    max_examples=int(os.environ.get("INVARIANT_EXAMPLES", "250")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
