@@ -64,6 +64,9 @@ def test_a_path_is_checked_through_the_users_login(local_login, user_client, dat
     assert "2.5 MB" in check(f"$HOME/{data.name}/images.tar")
     assert "choose &#x27;A folder&#x27;" in check(f"$HOME/{data.name}/images", "archive")
     assert "Nothing is at /home/portaltest/nowhere" in check("~/nowhere")
+    # Every variable of a path is the job's, wherever it stands; the rest is literal.
+    assert "is a folder of 3 files" in check(f"/home/$USER/{data.name}/images")
+    assert "Nothing is at /home/portaltest/$(id)" in check("/home/${USER}/$(id)")
 
 
 def test_without_a_login_the_check_says_how_to_get_one(seeded, user_client):

@@ -94,6 +94,22 @@ def test_a_path_starting_with_a_variable_the_site_does_not_set_is_refused(seeded
     assert "have no $SLURM_TMPDIR" in form.errors["data_path"][0]
 
 
+def test_every_variable_of_a_path_is_one_the_job_has(seeded):
+    # Further on in the path too: the job would stop on an unset variable.
+    form, composed = _compose(
+        seeded, cluster="processing", data_path="/data/$PROJECT_X/d", results_dir="$HOME/r"
+    )
+    assert composed is None
+    assert "have no $PROJECT_X" in form.errors["data_path"][0]
+    # Slurm's own job variables are in every job; the user's name is everywhere.
+    form, composed = _compose(
+        seeded, data_path="/project/def-x/$USER/set.h5", results_dir="$SCRATCH/r/$SLURM_JOB_ID"
+    )
+    assert composed is not None, form.errors
+    assert 'DATA_SOURCE=/project/def-x/"$USER"/set.h5' in composed.script
+    assert 'RESULTS_DEST="$SCRATCH"/r/"$SLURM_JOB_ID"' in composed.script
+
+
 def test_a_cluster_with_no_published_job_environment_says_what_to_ask_for(seeded):
     # As for a cluster an admin has just added: nothing is known of what its jobs get.
     JobEnvironment.objects.filter(cluster__slug="narval").delete()

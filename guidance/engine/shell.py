@@ -1,4 +1,5 @@
-"""Paths as a shell reads them: a leading ~ or site variable stays live, the rest is literal."""
+"""Paths as a shell reads them: a leading ~ and every $NAME or ${NAME} stay live, the rest is
+literal."""
 
 import re
 import shlex
@@ -9,8 +10,9 @@ SAFE_PATH = re.compile(r"[A-Za-z0-9_./${}-]*")
 VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MODULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 
-# Paths may start with ~ or one of these variables, as people write them; the rest is literal.
-PATH_START = re.compile(r"(~|\$HOME|\$\{HOME\}|\$SCRATCH|\$PROJECT|\$USER|\$SLURM_TMPDIR)(?=/|$)")
+# A variable as people write one in a path; bash reads the longest name, and so do we.
+VARIABLE_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+HOME_START = re.compile(r"~(?=/|$)")
 
 
 def quote(value: str) -> str:
@@ -20,21 +22,44 @@ def quote(value: str) -> str:
     return f"'{value}'" if quoted.startswith("=") else quoted
 
 
+def path_parts(value: str) -> list[tuple[str, str]]:
+    """The path in order as ("var", NAME) and ("text", literal) parts; a leading ~ is HOME.
+    Anything else after a $ ($(…), $1, $$) is text."""
+    parts: list[tuple[str, str]] = []
+    at = 0
+    if HOME_START.match(value):
+        parts.append(("var", "HOME"))
+        at = 1
+    for found in VARIABLE_REF.finditer(value, at):
+        if found.start() > at:
+            parts.append(("text", value[at : found.start()]))
+        parts.append(("var", found.group(1) or found.group(2)))
+        at = found.end()
+    if at < len(value):
+        parts.append(("text", value[at:]))
+    return parts
+
+
+def variables_in(value: str) -> list[str]:
+    """Every variable the path names, in order, once each ("HOME" for a leading ~)."""
+    return list(dict.fromkeys(name for kind, name in path_parts(value) if kind == "var"))
+
+
 def split_path(value: str) -> tuple[str, str]:
-    """(the variable a path starts with, "HOME" for ~, or ""; the rest, literally)."""
-    start = PATH_START.match(value)
-    if not start:
+    """(the variable a path starts with, "HOME" for ~, or ""; the rest as written)."""
+    parts = path_parts(value)
+    if not parts or parts[0][0] != "var":
         return "", value
-    variable = "HOME" if start.group(1) in ("~", "${HOME}") else start.group(1)[1:]
-    return variable, value[start.end() :]
+    start = 1 if HOME_START.match(value) else VARIABLE_REF.match(value).end()
+    return parts[0][1], value[start:]
 
 
 def shell_path(value: str) -> str:
-    """`value` as one shell word: `$SCRATCH/my data` -> `"$SCRATCH"'/my data'`."""
-    variable, rest = split_path(value)
-    if not variable:
+    """`value` as one shell word: `$SCRATCH/my data/$USER` -> `"$SCRATCH"'/my data/'"$USER"`."""
+    parts = path_parts(value)
+    if not any(kind == "var" for kind, _ in parts):
         return quote(value)
-    return f'"${variable}"' + (shlex.quote(rest) if rest else "")
+    return "".join(f'"${name}"' if kind == "var" else shlex.quote(name) for kind, name in parts)
 
 
 def variable_of(value: str) -> str:

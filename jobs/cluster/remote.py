@@ -14,7 +14,7 @@ from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTE
 from guidance.engine.code_check.entry import Entry
 from guidance.engine.code_check.local_imports import LocalImport, local_imports
 from guidance.engine.data_path import MANY_FILES, PathCheck
-from guidance.engine.shell import split_path
+from guidance.engine.shell import path_parts
 from guidance.models import Cluster
 from jobs.cluster import command_files, keys
 from jobs.cluster.errors import ClusterError, ErrorKind, slurm_not_answering
@@ -268,22 +268,27 @@ def _newest_part(job: Job) -> str:
     return f"{job.slurm_id}_{part.task_id}" if part else job.slurm_id
 
 
-# Looks at a data path as a job would see it: $1 the variable it starts with ("" for none), $2 the
-# rest, literally, $3 how many files to count at most; then NAME=value fallbacks for the site's
-# variables. Prints the path, then "folder <files>", "file <bytes>", "other", "missing" or
-# "unset <NAME>".
+# Looks at a data path as a job would see it: $1 how many files to count at most; $2 how many path
+# parts follow, each `var:NAME` (expanded as the job would, never evaluated) or `text:…` (literal);
+# then NAME=value fallbacks for the site's variables. Prints the path, then "folder <files>",
+# "file <bytes>", "other", "missing" or "unset <NAME>".
 PATH_PROBE = r"""
-var=$1 rest=$2 most=$3; shift 3
+most=$1 count=$2; shift 2
+parts=("${@:1:count}"); shift "$count"
 for pair; do
     name=${pair%%=*}
     [ -n "$(printenv "$name")" ] || export "$name=${pair#*=}"
 done
-base=""
-if [ -n "$var" ]; then
-    base=$(printenv "$var") || base=""
-    [ -n "$base" ] || { printf '\nunset %s\n' "$var"; exit 0; }
-fi
-p=$base$rest
+p=""
+for part in "${parts[@]}"; do
+    case $part in
+    var:*)
+        value=$(printenv "${part#var:}") || value=""
+        [ -n "$value" ] || { printf '\nunset %s\n' "${part#var:}"; exit 0; }
+        p=$p$value ;;
+    text:*) p=$p${part#text:} ;;
+    esac
+done
 case $p in /*) ;; *) p=./$p ;; esac  # under the home folder; never read as an option
 printf '%s\n' "$p"
 if [ -d "$p" ]; then
@@ -305,11 +310,20 @@ def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) ->
             "read only its own job folders. The job will say if the path is missing.",
             retryable=False,
         )
-    variable, rest = split_path(path)
+    parts = [f"{kind}:{value}" for kind, value in path_parts(path)]
     pairs = [f"{name}={value}" for name, value in fallbacks.items()]
     result = gateway.run(
         login,
-        ["bash", "-c", PATH_PROBE, "portal-path", variable, rest, str(MANY_FILES + 1), *pairs],
+        [
+            "bash",
+            "-c",
+            PATH_PROBE,
+            "portal-path",
+            str(MANY_FILES + 1),
+            str(len(parts)),
+            *parts,
+            *pairs,
+        ],
     )
     lines = result.stdout.splitlines()
     if result.exit_status != 0 or len(lines) < 2:

@@ -9,7 +9,7 @@ from django.core.validators import RegexValidator
 from guidance.citations import cite, known_documents
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
-from guidance.engine.shell import MODULE_NAME, variable_of
+from guidance.engine.shell import MODULE_NAME, variables_in
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import results_default
 from guidance.facts import cluster_facts
@@ -289,7 +289,7 @@ class ComposeForm(AdviceForm):
 
     def _check_site(self, cluster: Cluster, data: dict) -> None:
         """What the cluster's jobs cannot have: modules without a module system, paths that
-        start with a variable the site does not set."""
+        name a variable the site does not set."""
         environment = getattr(cluster, "job_environment", None)
         if data.get("modules") and not (environment and environment.modules):
             instead = "leave this empty and use a virtualenv"
@@ -301,10 +301,13 @@ class ComposeForm(AdviceForm):
                 if environment
                 else _unpublished(cluster, "a module command", instead),
             )
-        published = {name for name, _ in environment.pairs()} if environment else set()
+        known = script.ALWAYS_SET | script.SLURM_JOB_VARIABLES
+        if environment:
+            known |= {name for name, _ in environment.pairs()}
         for field in ("data_path", "results_dir", "environment_path"):
-            variable = variable_of(data.get(field) or "")
-            if variable and variable not in script.ALWAYS_SET | published:
+            unknown = [v for v in variables_in(data.get(field) or "") if v not in known]
+            if unknown:
+                variable = unknown[0]
                 instead = "give the full path instead"
                 self.add_error(
                     field,

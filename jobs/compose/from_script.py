@@ -16,7 +16,7 @@ from guidance.engine.script_check import (
     parse_time_limit,
     read_count,
 )
-from guidance.engine.shell import MODULE_NAME, split_path
+from guidance.engine.shell import MODULE_NAME, variables_in
 from guidance.engine.types import Cluster
 from jobs.compose import script
 from jobs.compose.forms import ComposeForm
@@ -256,16 +256,15 @@ def _modules(modules: list[str], cluster: Cluster, carried: Carried) -> None:
 
 
 def _virtualenv(path: str, cluster: Cluster, carried: Carried) -> None:
-    variable, rest = split_path(path)
-    unknown = variable and variable not in set(script.ALWAYS_SET) | {
-        name for name, _ in cluster.environment.variables
-    }
-    if unknown:
+    site = {name for name, _ in cluster.environment.variables}
+    unknown = [v for v in variables_in(path) if v not in script.ALWAYS_SET | site]
+    if not path:
+        carried.left_out.append("the virtualenv at /: not a folder a job can use")
+    elif unknown:
         carried.left_out.append(
-            f"the virtualenv {path}: jobs on {cluster.name} have no ${variable}"
+            f"the virtualenv {path}: jobs on {cluster.name} have no ${unknown[0]} the portal "
+            "knows of (a variable the script sets itself is not carried)"
         )
-    elif "$" in rest or not path:
-        carried.left_out.append(f"the virtualenv {path}, named with the script's own variables")
     else:
         carried.values |= {"environment": "venv", "environment_path": path}
 

@@ -10,7 +10,7 @@ import textwrap
 
 from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.data import file_name
-from guidance.engine.shell import quote, shell_path, variable_of
+from guidance.engine.shell import quote, shell_path, variables_in
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE
 from jobs.compose.script_spec import ScriptSpec
@@ -21,8 +21,18 @@ WARNING_SECONDS = 300  # how long before the time limit a checkpointing job hear
 USR1_GRACE_SECONDS = 30
 # MASTER_PORT: the first port and how many follow, below Linux's ephemeral ports (32768 on).
 RENDEZVOUS_PORTS = (10000, 20000)
-# Always set in a Slurm job: a path may start with them without a check.
+# Always set in a Slurm job: a path may name them without a check.
 ALWAYS_SET = frozenset({"HOME", "USER"})
+# Slurm's own, set in every job (the array's in every task of an array): a path may name them.
+SLURM_JOB_VARIABLES = frozenset(
+    {
+        "SLURM_JOB_ID",
+        "SLURM_JOB_NAME",
+        "SLURM_SUBMIT_DIR",
+        "SLURM_ARRAY_JOB_ID",
+        "SLURM_ARRAY_TASK_ID",
+    }
+)
 
 
 def _q(value: str) -> str:
@@ -134,8 +144,10 @@ def _site(spec: ScriptSpec) -> list[str]:
         lines.append(f"export {' '.join(name for name, _ in defaults)}")
     for name in sorted(_variables_needed(spec) - {name for name, _ in defaults} - ALWAYS_SET):
         said = (
-            f"${name} is not set in this job. The script expects {' '.join(spec.cluster.split())} "
-            "to set it: ask its admins, or change the paths."
+            f"${name} is not set in this job: Slurm sets it only in a job array. Change the paths."
+            if name.startswith("SLURM_ARRAY_")
+            else f"${name} is not set in this job. The script expects "
+            f"{' '.join(spec.cluster.split())} to set it: ask its admins, or change the paths."
         )
         lines.append(f'[ -n "${{{name}:-}}" ] || portal_stop {_q(said)}')
     return lines
@@ -145,7 +157,7 @@ def _variables_needed(spec: ScriptSpec) -> set[str]:
     paths = [spec.data_source, spec.results_dest, spec.venv, spec.requirements]
     if _uses_work_dir(spec):
         paths.append(spec.stage_root)
-    return {variable_of(path) for path in paths if path} - {""}
+    return {name for path in paths if path for name in variables_in(path)}
 
 
 def _data_path(spec: ScriptSpec) -> str:
