@@ -35,6 +35,16 @@ SLURM_ONLY = frozenset(
     {"account", "modules", "environment", "environment_path", "launch", "mail_user", *OVERRIDES}
 )
 
+# What a Slurm-only field means when it is not asked: as if left empty.
+_NOT_ASKED = {
+    "environment": "none",
+    "modules": (),
+    "partition": None,
+    "time_limit": None,
+    "memory": None,
+    "cpus_per_task": None,
+}
+
 
 @dataclass(frozen=True)
 class Section:
@@ -275,6 +285,18 @@ class ComposeForm(AdviceForm):
                 f"Not a module name: {', '.join(bad)}. Module names use letters, digits and ._+/-."
             )
         return modules
+
+    def _clean_fields(self) -> None:
+        """On a cluster that takes no Slurm script, what only a script uses is neither required
+        nor checked nor used: a value typed for a Slurm cluster chosen before stays in the page,
+        for when one is chosen again, and cannot hold back the advice with an error not shown."""
+        super()._clean_fields()
+        cluster = self.cleaned_data.get("cluster")
+        if cluster is None or cluster.takes_scripts:
+            return
+        for name in SLURM_ONLY:
+            self._errors.pop(name, None)
+            self.cleaned_data[name] = _NOT_ASKED.get(name, "")
 
     def clean(self) -> dict:
         data = super().clean()
