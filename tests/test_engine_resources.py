@@ -100,6 +100,17 @@ def test_many_similar_runs_suggest_a_job_array():
     assert "similar_runs_array" not in codes(advise("narval").tips)
 
 
+def test_similar_runs_of_a_chain_are_not_dropped_without_a_word():
+    # The chain's --array=1-3%1 is the script's array: it is one run, and the tip of an array of
+    # 4 runs would be wrong. Found by the composer's invariants.
+    rec = advise("narval", hours=60, checkpointing=True, similar_runs=4)
+    assert rec.chain.jobs == 3
+    assert "similar_runs_array" not in codes(rec.tips)
+    warning = note(rec.warnings, "similar_runs_with_chain")
+    assert warning.field == "similar_runs"
+    assert "this script is one run" in warning.message and "own job name" in warning.message
+
+
 def test_debugging_is_tried_interactively_first():
     rec = advise("narval", workload=Workload.DEBUGGING)
     assert note(rec.tips, "try_interactively").source == sources.INTERACTIVE_FIRST

@@ -1,10 +1,16 @@
 """Warnings and tips that do not change the plan but make the job cheaper or faster."""
 
 from guidance.engine import sources
-from guidance.engine.types import Cluster, JobSpec, Resources, Scheduler, Workload
+from guidance.engine.types import ChainPlan, Cluster, JobSpec, Resources, Scheduler, Workload
 
 
-def advise(spec: JobSpec, cluster: Cluster, resources: Resources | None, notes) -> None:
+def advise(
+    spec: JobSpec,
+    cluster: Cluster,
+    resources: Resources | None,
+    notes,
+    chain: ChainPlan | None = None,
+) -> None:
     _gpu_count(spec, notes)
     if cluster.scheduler != Scheduler.SLURM:
         notes.warn(
@@ -20,7 +26,18 @@ def advise(spec: JobSpec, cluster: Cluster, resources: Resources | None, notes) 
             "not after the queue.",
             sources.INTERACTIVE_FIRST,
         )
-    if spec.similar_runs > 1:
+    if spec.similar_runs > 1 and chain:
+        # The chain's --array=1-N%1 is the array: one script is one run.
+        notes.warn(
+            "similar_runs_with_chain",
+            f"{spec.similar_runs} similar runs, each a chain of {chain.jobs} jobs: this script is "
+            f"one run (its --array={chain.array} runs the chain's parts one after another). "
+            "Submit it once per run, each with its own job name, so that each run keeps its own "
+            "checkpoints and results.",
+            sources.SIMILAR_JOBS,
+            "similar_runs",
+        )
+    elif spec.similar_runs > 1:
         notes.tip(
             "similar_runs_array",
             f"{spec.similar_runs} similar runs: submit them as one job array "

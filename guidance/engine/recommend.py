@@ -36,7 +36,7 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
     resources = apply_overrides(spec, cluster, partition, resources, chain, notes)
     if notes.errors:
         return _result(spec, cluster, notes, guidance_only=guidance_only, choice=choice)
-    advise(spec, cluster, resources, notes)
+    advise(spec, cluster, resources, notes, chain)
     return _result(
         spec,
         cluster,
