@@ -2,15 +2,21 @@
 the chain covers the work, the request fits the node type and the shares the advice states (or the
 user's own value, warned), every value the user gave is in the script or a warning says why not,
 the script parses and the portal's own checker finds nothing wrong with it, and the advice and the
-script say the same numbers. Hypothesis draws the compositions; a failing example it finds becomes
-a plain test beside the rule it broke."""
+script say the same numbers; what the user wrote (paths with variables anywhere, modules, similar
+runs) reaches the job as meant; the API writes the page's script; a cluster without Slurm gets
+advice and no script. Hypothesis draws the compositions (INVARIANT_EXAMPLES of them for the first
+test, fewer for the others); a failing example it finds becomes a plain test beside the rule it
+broke."""
 
 import math
 import os
 import re
 import subprocess
+from unittest import mock
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -20,11 +26,13 @@ from guidance.engine.script_check.findings import Severity
 from guidance.engine.slurm_time import parse_seconds
 from guidance.facts import cluster_facts
 from guidance.seed import CLUSTERS as SEED
-from jobs.compose.forms import ComposeForm
+from jobs.compose.forms import SLURM_ONLY, ComposeForm
 from jobs.compose.from_form import compose
 from jobs.slurm.values import parse_memory_mb
+from portal.models import ApiToken
 
 SLURM_CLUSTERS = ["narval", "beluga", "cedar", "graham", "processing"]
+EXAMPLES = int(os.environ.get("INVARIANT_EXAMPLES", "250"))
 TIME_LIMITS = ["", "", "2:00:00", "12:00:00", "1-00:00:00", "3-00:00:00"]
 MEMORY = ["", "", "16G", "64000M", "200G"]
 CPUS = ["", "", "2", "8", "16"]
@@ -90,7 +98,7 @@ def _composed(form_data: dict):
 
 @pytest.mark.django_db
 @settings(
-    max_examples=int(os.environ.get("INVARIANT_EXAMPLES", "250")),
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -177,8 +185,213 @@ def test_every_composition_keeps_its_promises(seeded, data):
 
     # The portal's own checker finds nothing that would fail or waste, where nothing is set by
     # hand (a value set by hand is the user's, and the composer has warned about it already).
-    if not (data["time_limit"] or data["memory"] or data["cpus_per_task"]):
-        facts = cluster_facts(form.cleaned_data["cluster"])
-        findings = check_script(script, facts, "def-someone").notes
-        serious = [(f.code, f.message) for f in findings if f.severity != Severity.ADVICE]
+    facts = cluster_facts(form.cleaned_data["cluster"])
+    findings = check_script(script, facts, "def-someone").notes
+    serious = [(f.code, f.message) for f in findings if f.severity != Severity.ADVICE]
+    by_hand = [name for name in ("time_limit", "memory", "cpus_per_task") if data[name]]
+    if not by_hand:
         assert serious == [], (data, script)
+    elif serious:
+        # Whatever the checker finds in a script with values set by hand, the composer has
+        # already said beside a field the user set.
+        event("values by hand the checker objects to")
+        assert _warned(rec, *by_hand), (serious, data)
+
+
+# A job's environment on each kind of site, for reading back what the script's values become.
+FEDERATION_ENV = {
+    "HOME": "/home/ada",
+    "USER": "ada",
+    "SCRATCH": "/scratch/ada",
+    "PROJECT": "/project/def-ada",
+    "SLURM_TMPDIR": "/localscratch/ada.42.0",
+    "SLURM_JOB_ID": "42",
+}
+PROCESSING_ENV = {"HOME": "/home/ada", "USER": "ada", "SLURM_JOB_ID": "42"}
+SEGMENTS = ["data", "my data", "$USER", "${USER}", "it's", "set-1", "$SLURM_JOB_ID", "a  b"]
+
+
+def _path(starts: list[str], ends: list[str]) -> st.SearchStrategy[str]:
+    return st.builds(
+        lambda start, middle, end: "/".join([start, *middle]) + end,
+        st.sampled_from(starts),
+        st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=3),
+        st.sampled_from(ends),
+    )
+
+
+def _written(cluster: str) -> st.SearchStrategy[dict]:
+    processing = cluster == "processing"
+    starts = ["~", "$HOME", "/project/d"] + ([] if processing else ["$PROJECT", "$SCRATCH"])
+    return st.fixed_dictionaries(
+        {
+            "cluster": st.just(cluster),
+            "job_name": st.just("reach"),
+            "account": st.just("" if processing else "def-ada"),
+            "workload": st.sampled_from(["training", "inference"]),
+            "dataset_gb": st.sampled_from(["0.5", "20", "150"]),
+            "file_count": st.just(""),
+            "data_path": _path(starts, [".tar", ".h5", ""]),
+            "gpu_type": st.just(""),
+            "gpu_count": st.sampled_from(["1", "2"]),
+            "hours": st.sampled_from(["3", "60"]),
+            "nodes": st.just("1"),
+            "similar_runs": st.sampled_from(["1", "1", "3"]),
+            "modules": st.just("")
+            if processing
+            else st.permutations(["python/3.11", "cuda", "arrow/17"]).map(" ".join),
+            "environment": st.sampled_from(["none", "venv"]),
+            "environment_path": _path(starts, [""]),
+            "command": st.just("python train.py"),
+            "results_dir": _path(starts, [""]),
+            "time_limit": st.just(""),
+            "memory": st.just(""),
+            "cpus_per_task": st.just(""),
+        },
+        optional={"checkpointing": st.just("on")},
+    )
+
+
+def _expanded(path: str, env: dict[str, str]) -> str:
+    """What the user meant, by Python's own reading of ~ and $NAME."""
+    with mock.patch.dict(os.environ, env, clear=True):
+        return os.path.expanduser(os.path.expandvars(path))
+
+
+def _values(script: str, env: dict[str, str], names: list[str]) -> dict[str, str]:
+    """The script's own assignments run by bash in the job's environment, read back."""
+    prefix = script.split("set -euo pipefail\n", 1)[1].split("\nexport DATA_SOURCE")[0]
+    program = f"{prefix}\nfor n in {' '.join(names)}; do printf '%s\\0' \"${{!n}}\"; done"
+    result = subprocess.run(
+        ["bash", "-c", program],
+        capture_output=True,
+        env=env | {"PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    return dict(zip(names, result.stdout.decode().split("\0")[:-1], strict=True))
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=max(1, EXAMPLES // 2),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.sampled_from(SLURM_CLUSTERS).flatmap(_written))
+def test_what_the_user_wrote_reaches_the_job(seeded, data):
+    """Paths with variables anywhere, spaces and quotes, modules in the user's order, the
+    advice's staging commands and many similar runs: the job gets what the user meant."""
+    if data["environment"] == "none":
+        data["environment_path"] = ""
+    composed, form = _composed(data)
+    assert composed is not None, form.errors  # every drawn value is one a user may write
+    rec, script = composed.recommendation, composed.script
+    env = PROCESSING_ENV if data["cluster"] == "processing" else FEDERATION_ENV
+    wanted = {"DATA_SOURCE": data["data_path"], "RESULTS_DEST": data["results_dir"]}
+    if data["environment"] == "venv":
+        wanted["VENV"] = data["environment_path"]
+    got = _values(script, env, list(wanted))
+    # processing's $SCRATCH is the script's own fallback, not the job's: expand it the same way.
+    site = dict(rec.cluster.environment.variables)
+    env = env | {k: _expanded(v, env) for k, v in site.items() if v and k not in env}
+    for name, path in wanted.items():
+        assert got[name] == _expanded(path, env), (name, path)
+
+    if data["modules"]:
+        assert f"module load {data['modules']}\n" in script
+    for step in (*rec.storage.staging, rec.storage.copy_back):
+        if step is not None:
+            for line in step.command.splitlines():
+                assert line.strip() in script, (step.action, line)
+    runs = int(data["similar_runs"])
+    if runs > 1 and rec.chain:
+        assert _directive(script, "array") == rec.chain.array
+        assert _warned(rec, "similar_runs")
+    elif runs > 1:
+        assert _directive(script, "array") == f"1-{runs}"
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=max(1, EXAMPLES // 5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    data=st.fixed_dictionaries(
+        {
+            "cluster": st.just("dgx"),
+            "workload": st.sampled_from(["training", "inference", "debugging"]),
+            "dataset_gb": st.sampled_from(["0.5", "20", "300"]),
+            "file_count": st.sampled_from(["", "200000"]),
+            "gpu_type": st.sampled_from(["", "a100"]),
+            "gpu_count": st.sampled_from(["1", "2", "8", "16"]),
+            "hours": st.sampled_from(["1", "30", "200"]),
+            "nodes": st.sampled_from(["1", "2"]),
+            "similar_runs": st.sampled_from(["1", "5"]),
+            "job_name": st.just("dgx-run"),
+            "command": st.just("python train.py"),
+        },
+        optional={"checkpointing": st.just("on"), "multi_gpu": st.just("on")},
+    )
+)
+def test_a_cluster_without_slurm_gets_advice_and_no_script(seeded, data):
+    """Without any of the fields only a Slurm script needs (as the page hides them)."""
+    form = ComposeForm(data)
+    composed = compose(form)
+    assert not any(name in form.errors for name in SLURM_ONLY), form.errors
+    rec = composed.recommendation if composed else None
+    if rec is None or rec.choice is None:  # refused (200 h with no checkpoints): on a field shown
+        assert form.errors, data
+        return
+    assert not (composed.script or "").strip()
+    assert rec.choice.gpu_type.name in {g.name for g in rec.cluster.gpu_types}
+    assert any(note.code == "guidance_only" for note in rec.warnings)
+
+
+def _as_json(data: dict) -> dict:
+    """The form's fields as an API client sends them: numbers, lists and booleans."""
+    job = {k: v for k, v in data.items() if v != ""}
+    for name in ("dataset_gb", "hours"):
+        job[name] = float(job[name])
+    for name in ("gpu_count", "nodes", "similar_runs", "file_count", "cpus_per_task"):
+        if name in job:
+            job[name] = int(job[name])
+    for name in ("checkpointing", "multi_gpu"):
+        job[name] = job.get(name) == "on"
+    job["modules"] = data["modules"].split()
+    return job
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=max(1, EXAMPLES // 10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=FORMS)
+def test_the_api_composes_what_the_page_composes(seeded, data):
+    """POST /api/v1/script with the same job gives the page's script byte for byte, or both refuse
+    it on the same field."""
+    user, _ = User.objects.get_or_create(username="invariants")
+    page_client, api_client = Client(), Client()
+    page_client.force_login(user)
+    secret = ApiToken.issue(user, f"t{ApiToken.objects.count()}")[1]
+    page = page_client.post("/jobs/new/", data | {"download": "1"})
+    api = api_client.post(
+        "/api/v1/script",
+        _as_json(data),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    downloaded = "attachment" in page.get("Content-Disposition", "")
+    if api.status_code == 200:
+        assert downloaded, (data, api.json()["script"][:200])
+        assert page.content.decode() == api.json()["script"]
+    else:
+        assert api.status_code == 422, api.content
+        assert not downloaded
+        fields = {e["field"] for e in api.json()["detail"]}
+        form = ComposeForm(data)
+        compose(form)
+        assert fields & (set(form.errors) | {"__all__"}), (fields, form.errors)
