@@ -104,3 +104,33 @@ def test_save_as_follows_the_job_name_until_a_name_of_its_own_is_typed(page):
     page.fill("#composition-name", "my sweep base")
     page.fill("input[name=job_name]", "vit-small")
     assert page.input_value("#composition-name") == "my sweep base"
+
+
+def test_gpus_the_nodes_change_are_said_beside_the_gpus(page):
+    _describe(page)
+    page.fill("input[name=gpu_count]", "4")
+    page.fill("input[name=nodes]", "100")
+    page.check("input[name=multi_gpu]")
+    warning = page.locator('#warnings-gpu_count [data-code="fewer_gpus_than_nodes"]')
+    warning.wait_for()
+    page.wait_for_function("document.getElementById('script-text').value.includes('--nodes=100')")
+    assert "100" in warning.inner_text()
+    # Each command of the data plan is a line of its own, as it runs and as it copies.
+    command = page.locator("pre.command code").first.inner_text()
+    assert command.splitlines() == [line for line in command.splitlines() if line.strip()]
+    assert len(command.splitlines()) >= 2, command
+
+
+def test_values_typed_for_a_slurm_cluster_do_not_hold_back_a_run_ai_clusters_advice(page):
+    _describe(page)
+    page.click(".section-by-hand summary")
+    page.fill("input[name=time_limit]", "99-00:00:00")
+    page.locator("#errors-time_limit .errorlist").wait_for()
+    page.select_option("select[name=cluster]", "dgx")
+    page.wait_for_selector('.compose-fields[data-scheduler="runai"]', state="attached")
+    page.get_by_text("advice only, no job script is made").first.wait_for()
+    assert page.locator("#errors-time_limit .errorlist").count() == 0
+    # Back on Narval, the value typed is still there, and still wrong.
+    page.select_option("select[name=cluster]", "narval")
+    page.locator("#errors-time_limit .errorlist").wait_for()
+    assert page.input_value("input[name=time_limit]") == "99-00:00:00"
