@@ -9,6 +9,7 @@ from simple_history.models import HistoricalRecords
 from guidance.engine import PythonBuilder, Rule, Scheduler, TierKind, Workload
 from guidance.engine.code_check.catalogue import RULES as CODE_RULES
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
+from guidance.engine.sources import Source
 
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
 NOT_NEGATIVE = [MinValueValidator(0, "Cannot be negative.")]
@@ -190,6 +191,15 @@ class Partition(Sourced):
 
     def __str__(self) -> str:
         return f"{self.cluster.slug}/{self.name}"
+
+    def cited_facts(self) -> list[tuple[str, Source]]:
+        """(what, where it is stated) for each fact of the row that names a source."""
+        facts = [
+            ("hardware", self.source_document, self.source_section),
+            ("set aside", self.purpose_source_document, self.purpose_source_section),
+            ("max time", self.hours_source_document, self.hours_source_section),
+        ]
+        return [(what, Source(doc, section)) for what, doc, section in facts if doc or section]
 
     def clean(self) -> None:
         errors = {}

@@ -273,3 +273,30 @@ def test_no_source_goes_unchecked():
     assert not unchecked
     documents = {s.document for s in OUTSIDE_THE_DOCUMENTS}
     assert not documents & {s.document for s in STATES}
+
+
+def _node_sources(page: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The node-type table's Sources cell by node type, and the numbered list under it."""
+    cells = dict(
+        re.findall(r'<td>([\w-]+)</td>.*?<td class="node-type-sources">(.*?)</td>', page, re.S)
+    )
+    listed = dict(re.findall(r'<li id="node-source-(\d+)"><span class="source">(.*?)</span>', page))
+    return cells, listed
+
+
+def test_the_cluster_page_numbers_each_node_types_sources(user_client, seeded):
+    cells, listed = _node_sources(user_client.get("/guidance/processing/").content.decode())
+    # roentgen: hardware and time limit are placeholders, its purpose is 000's training section.
+    [(both, placeholders), (purpose, training)] = re.findall(
+        r'([\w ,]+) <a href="#node-source-(\d+)">', cells["roentgen"]
+    )
+    assert both == "hardware, max time" and purpose == "set aside"
+    assert "not published by the site yet" in listed[placeholders]
+    assert "<a " not in listed[placeholders]  # a placeholder links nowhere
+    assert sources.PROCESSING_TRAINING.section in listed[training]
+    assert 'href="/guidance/documents/000_6e5e8c8484f3c234/#2-training-process"' in listed[training]
+    assert "set aside" not in cells["rtx"]  # for any work: nothing to cite
+
+    cells, listed = _node_sources(user_client.get("/guidance/narval/").content.decode())
+    limit = re.search(r'max time <a href="#node-source-(\d+)">', cells["a100"])[1]
+    assert sources.NOTES_SBATCH_ELEMENTS.section.replace("&", "&amp;") in listed[limit]
