@@ -7,6 +7,7 @@ there.
 The engine's Source is pure data; this is the edge that knows the database and the URLs.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.urls import reverse
@@ -78,3 +79,31 @@ def cite(source: Source, documents: dict[str, KnownDocument]) -> Citation:
     anchor = find_anchor(known.sections, section)
     label = known.title if section == known.title else f"{known.title} — {section}"
     return Citation(label, f"{known.url}#{anchor}" if anchor else known.url)
+
+
+@dataclass(frozen=True)
+class NumberedSources:
+    """A table's sources, each listed once and numbered in the order rows first cite it."""
+
+    rows: list[list[tuple[int, str]]]  # per row: (number, the facts it backs)
+    citations: list[Citation]  # citations[n - 1] is source number n
+
+
+def numbered(rows: Iterable[Iterable[tuple[str, Source | None]]]) -> NumberedSources:
+    """Each row's (what, source) pairs as numbers into one list of citations."""
+    documents = known_documents()
+    numbers: dict[Source, int] = {}
+    citations: list[Citation] = []
+    numbered_rows = []
+    for facts in rows:
+        backs: dict[int, list[str]] = {}
+        for what, source in facts:
+            source = as_source(source)
+            if source is None:
+                continue
+            if source not in numbers:
+                numbers[source] = len(numbers) + 1
+                citations.append(cite(source, documents))
+            backs.setdefault(numbers[source], []).append(what)
+        numbered_rows.append([(number, ", ".join(whats)) for number, whats in backs.items()])
+    return NumberedSources(numbered_rows, citations)

@@ -12,7 +12,7 @@ def same_named(obj, dataclass: type, *, but: tuple[str, ...] = ("source",)) -> d
     return {f.name: getattr(obj, f.name) for f in fields(dataclass) if f.name not in but}
 
 
-POLICY_SOURCES = ("source", "cpus_source", "memory_source")
+POLICY_SOURCES = ("source", "cpus_source", "memory_source", "max_hours_source")
 
 
 def _source(obj: models.Sourced, prefix: str = "") -> Source | None:
@@ -48,6 +48,8 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
                 purposes=frozenset({engine.Workload(p.purpose)}) if p.purpose else frozenset(),
                 slurm_partition=p.slurm_partition,
                 source=_source(p),
+                purpose_source=_source(p, "purpose_"),
+                hours_source=_source(p, "hours_"),
                 node_local_gb=p.node_local_gb,
             )
             for p in cluster.partitions.all()
@@ -67,6 +69,7 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
                 source=_source(policy),
                 cpus_source=_source(policy, "cpus_"),
                 memory_source=_source(policy, "memory_"),
+                max_hours_source=_source(policy, "max_hours_"),
             )
             if policy
             else engine.Policy(cpus_source=PORTAL_DEFAULTS, memory_source=PORTAL_DEFAULTS)

@@ -9,11 +9,21 @@ from simple_history.models import HistoricalRecords
 from guidance.engine import PythonBuilder, Rule, Scheduler, TierKind, Workload
 from guidance.engine.code_check.catalogue import RULES as CODE_RULES
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
+from guidance.engine.sources import Source
 
 POSITIVE = [MinValueValidator(0.001, "Must be more than zero.")]
 NOT_NEGATIVE = [MinValueValidator(0, "Cannot be negative.")]
 AT_LEAST_ONE = [MinValueValidator(1, "Must be at least 1.")]
 RESERVED_CLUSTER_SLUGS = frozenset({"documents"})
+
+
+def source_fields(fact: str, help_text: str = "") -> tuple[models.CharField, models.CharField]:
+    """A document and section citing one fact of an object apart from its main source: one
+    section rarely states all of a row's facts (a node type's hardware, purpose and time limit)."""
+    document = models.CharField(
+        f"{fact}: source document", max_length=200, blank=True, help_text=help_text
+    )
+    return document, models.CharField(f"{fact}: section", max_length=200, blank=True)
 
 
 class Sourced(models.Model):
@@ -162,6 +172,14 @@ class Partition(Sourced):
         help_text="The local disk a job on this node type can count on. Datasets up to this "
         "size are staged there even above the policy's node-local limit; empty where unknown.",
     )
+    # The source above cites the hardware; the purpose and the time limit are often stated
+    # elsewhere (or, for a site that publishes no limit yet, nowhere).
+    purpose_source_document, purpose_source_section = source_fields(
+        "purpose", "Where the node type's purpose is stated; empty for any work."
+    )
+    hours_source_document, hours_source_section = source_fields(
+        "maximum walltime", "Where the node type's time limit is stated."
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -173,6 +191,15 @@ class Partition(Sourced):
 
     def __str__(self) -> str:
         return f"{self.cluster.slug}/{self.name}"
+
+    def cited_facts(self) -> list[tuple[str, Source]]:
+        """(what, where it is stated) for each fact of the row that names a source."""
+        facts = [
+            ("hardware", self.source_document, self.source_section),
+            ("set aside", self.purpose_source_document, self.purpose_source_section),
+            ("max time", self.hours_source_document, self.hours_source_section),
+        ]
+        return [(what, Source(doc, section)) for what, doc, section in facts if doc or section]
 
     def clean(self) -> None:
         errors = {}
@@ -262,20 +289,18 @@ class Policy(Sourced):
         "environment. Empty where the site publishes none: users then enter their own.",
     )
     # The CPUs and the memory per GPU are cited on their own: one section rarely states both.
-    cpus_source_document = models.CharField(
-        "CPUs per GPU: source document",
-        max_length=200,
-        blank=True,
-        help_text="Where the CPUs per GPU come from; the source above covers the rest.",
+    cpus_source_document, cpus_source_section = source_fields(
+        "CPUs per GPU", "Where the CPUs per GPU come from; the source above covers the rest."
     )
-    cpus_source_section = models.CharField("CPUs per GPU: section", max_length=200, blank=True)
-    memory_source_document = models.CharField(
-        "memory per GPU: source document",
-        max_length=200,
-        blank=True,
-        help_text="Where the memory per GPU comes from.",
+    memory_source_document, memory_source_section = source_fields(
+        "memory per GPU", "Where the memory per GPU comes from."
     )
-    memory_source_section = models.CharField("memory per GPU: section", max_length=200, blank=True)
+    # The cluster's maximum job duration: the longest of its node types' limits.
+    max_hours_source_document, max_hours_source_section = source_fields(
+        "maximum job duration",
+        "Where the cluster's longest time limit is stated; the rule that refuses a longer job "
+        "cites it.",
+    )
     history = HistoricalRecords()
 
     class Meta:

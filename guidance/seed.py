@@ -5,7 +5,7 @@ edits survive) and used as-is by the engine's tests. Numbers that the documents 
 from the clusters' public documentation, and each such object's note says so.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from guidance.engine import sources
@@ -75,7 +75,11 @@ _PROCESSING_GPUS = (
 )
 
 
-def _processing_node(name: str, gpus: int, cpus: int, memory_mb: int, **kw) -> Partition:
+def _processing_node(
+    name: str, gpus: int, cpus: int, memory_mb: int, purpose: Workload | None = None
+) -> Partition:
+    # 000 names each GPU and what some are for, but gives no node layout and no time limit:
+    # those are placeholders, cited as such.
     return Partition(
         name,
         gpu_type=name,
@@ -84,7 +88,13 @@ def _processing_node(name: str, gpus: int, cpus: int, memory_mb: int, **kw) -> P
         memory_per_node_mb=memory_mb,
         max_hours=7 * HOURS_PER_DAY,
         default_hours=1,
-        **kw,
+        purposes=frozenset({purpose}) if purpose else frozenset(),
+        source=sources.PORTAL_PLACEHOLDERS,
+        purpose_source={
+            Workload.DEBUGGING: sources.PROCESSING_TRAINING,
+            Workload.INFERENCE: sources.PROCESSING_INFERENCE,
+        }.get(purpose),
+        hours_source=sources.PORTAL_PLACEHOLDERS,
     )
 
 
@@ -95,25 +105,11 @@ PROCESSING = SeedCluster(
         Scheduler.SLURM,
         gpu_types=_PROCESSING_GPUS,
         partitions=(
-            _processing_node("a100", 4, 64, 512_000, source=sources.PROCESSING_TRAINING),
-            _processing_node("a6000", 8, 64, 512_000, source=sources.PROCESSING_TRAINING),
-            _processing_node("rtx", 8, 48, 256_000, source=sources.PROCESSING_TRAINING),
-            _processing_node(
-                "roentgen",
-                8,
-                48,
-                256_000,
-                purposes=frozenset({Workload.DEBUGGING}),
-                source=sources.PROCESSING_TRAINING,
-            ),
-            _processing_node(
-                "2080ti",
-                8,
-                32,
-                192_000,
-                purposes=frozenset({Workload.INFERENCE}),
-                source=sources.PROCESSING_INFERENCE,
-            ),
+            _processing_node("a100", 4, 64, 512_000),
+            _processing_node("a6000", 8, 64, 512_000),
+            _processing_node("rtx", 8, 48, 256_000),
+            _processing_node("roentgen", 8, 48, 256_000, Workload.DEBUGGING),
+            _processing_node("2080ti", 8, 32, 192_000, Workload.INFERENCE),
         ),
         storage_tiers=(
             StorageTier(
@@ -146,6 +142,7 @@ PROCESSING = SeedCluster(
             source=sources.PROCESSING_STAGING,
             cpus_source=sources.PORTAL_DEFAULTS,
             memory_source=sources.PORTAL_DEFAULTS,
+            max_hours_source=sources.PORTAL_PLACEHOLDERS,
         ),
         # 000: $SCRATCH is /processing/<user> on the node; no SLURM_TMPDIR, no modules named.
         environment=JobEnvironment(
@@ -307,7 +304,8 @@ def _federation(
             name,
             Scheduler.SLURM,
             gpu_types=gpus,
-            partitions=partitions,
+            # The node tables give the hardware; the time limit is where max_days says.
+            partitions=tuple(replace(p, hours_source=max_days.source) for p in partitions),
             storage_tiers=_federation_tiers(),
             policy=Policy(
                 cpus_per_gpu=cpus_per_gpu.value,
@@ -318,6 +316,7 @@ def _federation(
                 source=sources.STORAGE_AREAS,
                 cpus_source=cpus_per_gpu.source,
                 memory_source=memory_per_gpu_mb.source,
+                max_hours_source=max_days.source,
             ),
             environment=FEDERATION_JOB_ENVIRONMENT,
             rules=FEDERATION_RULES,
@@ -425,6 +424,7 @@ DGX = SeedCluster(
                 7 * HOURS_PER_DAY,
                 1,
                 source=sources.PUBLIC_HARDWARE,
+                hours_source=sources.PORTAL_PLACEHOLDERS,  # 003 states no time limit
             ),
         ),
         storage_tiers=(),
@@ -436,6 +436,7 @@ DGX = SeedCluster(
             source=sources.UTILIZATION_TARGET,
             cpus_source=sources.PUBLIC_HARDWARE,
             memory_source=sources.PUBLIC_HARDWARE,
+            max_hours_source=sources.PORTAL_PLACEHOLDERS,
         ),
     ),
     description=(
@@ -446,7 +447,8 @@ DGX = SeedCluster(
     source=sources.RUNAI,
     note=(
         "Utilization target (>90%) from 003. Node layout (8 x A100 80GB, 128 CPUs, 1 TB) from "
-        "NVIDIA's public DGX A100 specification; the document names no hardware."
+        "NVIDIA's public DGX A100 specification; the document names no hardware. The 7-day "
+        "limit is a placeholder: 003 states none."
     ),
     notes={"a100": SPEC_SHEET},
     models={"a100": "NVIDIA A100-SXM4 80GB"},

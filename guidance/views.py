@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
-from guidance import engine, models, published
+from guidance import citations, engine, models, published
 from guidance.article_values import shown_values
 from guidance.doc_outline import outline
 from guidance.doc_render import render_document
@@ -77,8 +77,12 @@ def index(request: HttpRequest) -> HttpResponse:
 @require_safe
 def cluster(request: HttpRequest, slug: str) -> HttpResponse:
     obj = _get_cluster(slug)
+    partitions = list(obj.partitions.all())
+    node_sources = citations.numbered(p.cited_facts() for p in partitions)
     ctx = {
         "cluster": obj,
+        "partition_rows": list(zip(partitions, node_sources.rows, strict=True)),
+        "node_sources": node_sources.citations,
         "policy": getattr(obj, "policy", None),
         "environment": getattr(obj, "job_environment", None),
         "code_rules": _code_rules(obj),

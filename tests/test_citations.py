@@ -14,8 +14,9 @@ from django.conf import settings
 
 from guidance import seed
 from guidance.doc_outline import outline
-from guidance.engine import sources
+from guidance.engine import Overrides, Workload, sources
 from guidance.engine.sources import Source
+from tests.engine_helpers import advise, note
 from tests.services import service_missing
 from tests.test_guidance_documents import _engine_sources
 
@@ -23,6 +24,7 @@ from tests.test_guidance_documents import _engine_sources
 OUTSIDE_THE_DOCUMENTS = {
     sources.PUBLIC_HARDWARE,
     sources.PORTAL_DEFAULTS,
+    sources.PORTAL_PLACEHOLDERS,
     sources.SBATCH_SCRIPT_RULES,
     sources.SBATCH_TIME,
     sources.SBATCH_MEMORY,
@@ -71,6 +73,14 @@ STATES: dict[Source, tuple[str, ...]] = {
     ),
 }
 
+# How the documents name each kind of work.
+PURPOSE_WORDS = {
+    Workload.TRAINING: "training",
+    Workload.INFERENCE: "inference",
+    Workload.DEBUGGING: "debug",
+    Workload.INTERACTIVE: "interactive",
+}
+
 # Numbers written out in words by the documents.
 IN_WORDS = {100_000: "hundreds of thousands", 300: "few hundred kilobytes"}
 
@@ -112,9 +122,20 @@ def _seed_figures() -> Iterator[tuple[str, Source | None, str]]:
         if days := re.search(r"at most (\d+) days", entry.description):
             assert int(days[1]) * 24 == cluster.max_hours, f"{at}: description and partitions"
             yield f"{at}: its description's limit", entry.source, f"{days[1]} days"
+        # A limit's section names the cluster as well: 002's "7 days" are Béluga's, not Narval's.
+        limit = f"{cluster.max_hours / 24:g} days"
+        yield f"{at}: maximum job duration", policy.max_hours_source, limit
+        yield f"{at}: whose maximum job duration", policy.max_hours_source, cluster.name.lower()
         for partition in cluster.partitions:
             days = f"{partition.max_hours / 24:g} days"
-            yield f"{at} {partition.name}: max duration", partition.source, days
+            yield f"{at} {partition.name}: max duration", partition.hours_source, days
+            whose = f"{at} {partition.name}: whose max duration"
+            yield whose, partition.hours_source, cluster.name.lower()
+            for purpose in partition.purposes:
+                # The section names the card and the work it is for.
+                what = f"{at} {partition.name}: set aside for {purpose}"
+                yield what, partition.purpose_source, partition.gpu_type
+                yield what, partition.purpose_source, PURPOSE_WORDS[purpose]
         # The engine cites its own rules for these; a seeded value must be the one they state.
         gb = sources.DATASET_SIZE_TIERS
         yield f"{at}: in-memory limit", gb, f"{policy.in_memory_limit_gb:g} gb"
@@ -156,19 +177,16 @@ def _seed_sources() -> Iterator[tuple[str, Source | None]]:
         yield f"{cluster.slug} CPUs per GPU", policy.cpus_source
         yield f"{cluster.slug} memory per GPU", policy.memory_source
         yield f"{cluster.slug} environment", cluster.environment.source
+        yield f"{cluster.slug} maximum job duration", policy.max_hours_source
         for obj in (*cluster.gpu_types, *cluster.partitions, *cluster.storage_tiers):
             yield f"{cluster.slug} {obj.name}", obj.source
+        for partition in cluster.partitions:
+            yield f"{cluster.slug} {partition.name} purpose", partition.purpose_source
+            yield f"{cluster.slug} {partition.name} time limit", partition.hours_source
         for rule in cluster.rules:
             yield f"{cluster.slug} {rule.rule}", rule.source
     for article in seed.ARTICLES:
         yield article.slug, article.source
-
-
-# The processing cluster's 7 days are a placeholder (its admin note says so) that its node
-# types cite to 000's sections, which back their purposes but give no duration.
-PLACEHOLDER_DURATIONS = {
-    f"processing {p.name}: max duration" for p in seed.PROCESSING.facts.partitions
-}
 
 
 def test_each_source_states_what_it_is_cited_for(sections):
@@ -184,7 +202,7 @@ def test_each_source_states_what_it_is_cited_for(sections):
 def test_each_seeded_figure_is_in_the_section_it_cites(sections):
     wrong = []
     for what, source, figure in _seed_figures():
-        if what in PLACEHOLDER_DURATIONS or source in OUTSIDE_THE_DOCUMENTS:
+        if source in OUTSIDE_THE_DOCUMENTS:
             continue
         forms = figure.split("|")  # any of the ways a document may write it
         if source not in STATES or not any(_states(sections[source], f) for f in forms):
@@ -192,11 +210,48 @@ def test_each_seeded_figure_is_in_the_section_it_cites(sections):
     assert not wrong
 
 
-@pytest.mark.xfail(strict=True, reason="a partition has one source for its purpose and hours")
-def test_the_processing_clusters_durations_cite_what_states_them(sections):
-    for what, source, figure in _seed_figures():
-        if what in PLACEHOLDER_DURATIONS:
-            assert source in OUTSIDE_THE_DOCUMENTS or _states(sections[source], figure), what
+def test_every_seeded_time_limit_and_purpose_has_a_source():
+    missing = [what for what, source, _ in _seed_figures() if source is None]
+    assert not missing
+
+
+# A duration as the documents would write one: "7 days", "24 hours", "28 days".
+_DURATION = re.compile(r"\b\d+\s*(days?|hours?|h)\b")
+
+
+@pytest.mark.parametrize("entry", [seed.PROCESSING, seed.DGX], ids=lambda e: e.facts.slug)
+def test_a_limit_no_document_states_cites_the_placeholders(entry):
+    """000 and 003 give no time limit (nor 000 a node layout): their 7 days cite the portal's
+    placeholders, and the admin note says so. Should the document come to state one, this
+    fails, so that the limit cites it instead."""
+    facts = entry.facts
+    document = {"processing": sources.DOC_PROCESSING, "dgx": sources.DOC_DGX}[facts.slug]
+    folder = settings.GUIDANCE_DOCS_DIR
+    if not folder.is_dir():
+        service_missing(f"no guidance documents at {folder} (GUIDANCE_DOCS_DIR)")
+    text = (folder / document).read_text(encoding="utf-8").casefold()
+    assert not _DURATION.search(text)
+    assert facts.policy.max_hours_source == sources.PORTAL_PLACEHOLDERS
+    assert {p.hours_source for p in facts.partitions} == {sources.PORTAL_PLACEHOLDERS}
+    assert "7-day" in entry.note and "placeholder" in entry.note
+
+
+@pytest.mark.parametrize("entry", seed.CLUSTERS, ids=lambda e: e.facts.slug)
+def test_the_time_limit_rules_cite_where_the_clusters_limit_is_stated(entry, sections):
+    facts = entry.facts
+    limit = facts.policy.max_hours_source
+    too_long = advise(facts.slug, hours=facts.max_hours + 1)
+    assert note(too_long.errors, "over_max_duration").source == limit
+    partition = facts.partitions[0]
+    minutes = int(partition.max_hours * 60) + 60
+    by_hand = advise(facts.slug, overrides=Overrides(minutes=minutes))
+    assert note(by_hand.errors, "time_over_partition").source == partition.hours_source
+    # ...and that source states the limit, or is one of the few outside the documents.
+    days = f"{facts.max_hours / 24:g} days"
+    stated = limit in OUTSIDE_THE_DOCUMENTS or (
+        _states(sections[limit], days) and _states(sections[limit], facts.name.lower())
+    )
+    assert stated
 
 
 def test_the_portals_defaults_are_the_tutorials_suggestions(sections):
@@ -218,3 +273,30 @@ def test_no_source_goes_unchecked():
     assert not unchecked
     documents = {s.document for s in OUTSIDE_THE_DOCUMENTS}
     assert not documents & {s.document for s in STATES}
+
+
+def _node_sources(page: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The node-type table's Sources cell by node type, and the numbered list under it."""
+    cells = dict(
+        re.findall(r'<td>([\w-]+)</td>.*?<td class="node-type-sources">(.*?)</td>', page, re.S)
+    )
+    listed = dict(re.findall(r'<li id="node-source-(\d+)"><span class="source">(.*?)</span>', page))
+    return cells, listed
+
+
+def test_the_cluster_page_numbers_each_node_types_sources(user_client, seeded):
+    cells, listed = _node_sources(user_client.get("/guidance/processing/").content.decode())
+    # roentgen: hardware and time limit are placeholders, its purpose is 000's training section.
+    [(both, placeholders), (purpose, training)] = re.findall(
+        r'([\w ,]+) <a href="#node-source-(\d+)">', cells["roentgen"]
+    )
+    assert both == "hardware, max time" and purpose == "set aside"
+    assert "not published by the site yet" in listed[placeholders]
+    assert "<a " not in listed[placeholders]  # a placeholder links nowhere
+    assert sources.PROCESSING_TRAINING.section in listed[training]
+    assert 'href="/guidance/documents/000_6e5e8c8484f3c234/#2-training-process"' in listed[training]
+    assert "set aside" not in cells["rtx"]  # for any work: nothing to cite
+
+    cells, listed = _node_sources(user_client.get("/guidance/narval/").content.decode())
+    limit = re.search(r'max time <a href="#node-source-(\d+)">', cells["a100"])[1]
+    assert sources.NOTES_SBATCH_ELEMENTS.section.replace("&", "&amp;") in listed[limit]

@@ -5,7 +5,7 @@ way the value the user set is what the job asks for."""
 import pytest
 
 from guidance.engine import Overrides, Workload, sources
-from tests.engine_helpers import advise, cluster, codes, note
+from tests.engine_helpers import advise, codes, note
 
 
 def _set(slug: str = "narval", **overrides):
@@ -25,7 +25,8 @@ def test_a_time_over_the_node_types_maximum_is_refused_with_the_limit():
     [error] = rec.errors
     assert error.code == "time_over_partition" and error.field == "time_limit"
     assert "a100 jobs on Narval may run 7 days at most" in error.message
-    assert error.source == cluster("narval").partitions[0].source
+    # Where Narval's limit is stated (004's list of sbatch elements), not its node table.
+    assert error.source == sources.NOTES_SBATCH_ELEMENTS
     assert rec.resources is None  # no script for a job Slurm would refuse
 
 

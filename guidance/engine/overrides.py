@@ -119,7 +119,7 @@ def _minutes(
             f"{partition.name} jobs on {cluster.name} may run {describe_hours(partition.max_hours)}"
             f" at most: ask for that or less"
             + (", and let the checkpoints carry the rest." if spec.checkpointing else "."),
-            partition.source,
+            partition.hours_source or cluster.max_hours_source,
             "time_limit",
         )
         return None

@@ -43,9 +43,9 @@ def choose_partition(spec: JobSpec, cluster: Cluster, notes: Notes) -> Partition
         gpu = cluster.gpu_type(partition.gpu_type)
         if gpu is None:  # admins published a node type without its GPU: skip, don't guess
             continue
-        why = _cannot_run(spec, partition, gpu)
+        why, why_source = _cannot_run(spec, partition, gpu)
         if why:
-            rejected.append(RejectedPartition(partition, why, partition.source))
+            rejected.append(RejectedPartition(partition, why, why_source))
         else:
             viable.append((partition, gpu))
 
@@ -123,7 +123,7 @@ def _chosen_by_hand(
             "partition_set_aside",
             f"{cluster.name} sets {named.name} aside for {_purposes(named)}, not {spec.workload} "
             f"work: the portal recommends {best.name}.",
-            named.source,
+            _purpose_source(named),
             "partition",
         )
     _warn_about_full_utilization(spec, gpu, cluster, notes)
@@ -136,26 +136,33 @@ def _chosen_by_hand(
     )
 
 
-def _cannot_run(spec: JobSpec, partition: Partition, gpu: GpuType) -> str:
+def _cannot_run(spec: JobSpec, partition: Partition, gpu: GpuType) -> tuple[str, Source | None]:
+    """Why the node type cannot run the job, and where the limit it hits is stated."""
     if spec.gpu_type and gpu.name.casefold() != spec.gpu_type.casefold():
-        return f"it has {gpu.name} GPUs, and you asked for {spec.gpu_type}"
+        return f"it has {gpu.name} GPUs, and you asked for {spec.gpu_type}", partition.source
     if spec.gpu_mem_gb and spec.gpu_mem_gb > gpu.memory_gb:
         return (
             f"its {gpu.name} has {describe_gb(gpu.memory_gb)}, "
             f"less than the {describe_gb(spec.gpu_mem_gb)} needed"
-        )
+        ), gpu.source or partition.source
     if gpus_per_node(spec) > partition.gpus_per_node:
-        return f"it has {partition.gpus_per_node} GPUs per node, not {gpus_per_node(spec)}"
+        why = f"it has {partition.gpus_per_node} GPUs per node, not {gpus_per_node(spec)}"
+        return why, partition.source
     if not spec.checkpointing and spec.hours > partition.max_hours:
-        return f"its jobs may run {describe_hours(partition.max_hours)} at most"
-    return ""
+        why = f"its jobs may run {describe_hours(partition.max_hours)} at most"
+        return why, partition.hours_source or partition.source
+    return "", None
+
+
+def _purpose_source(partition: Partition) -> Source | None:
+    return partition.purpose_source or partition.source
 
 
 def _reserved_for_other_work(spec: JobSpec) -> _Preference:
     return _Preference(
         score=lambda p, g: 1 if p.purposes and spec.workload not in p.purposes else 0,
         why_not=lambda p, g: f"set aside for {_purposes(p)}",
-        source=lambda p, g: p.source,
+        source=lambda p, g: _purpose_source(p),
     )
 
 
@@ -175,7 +182,7 @@ def _meant_for_this_work(spec: JobSpec) -> _Preference:
     return _Preference(
         score=lambda p, g: 0 if spec.workload in p.purposes else 1,
         why_not=lambda p, g: f"not the node type meant for {spec.workload} work",
-        source=lambda p, g: p.source,
+        source=lambda p, g: _purpose_source(p),
     )
 
 
@@ -235,7 +242,7 @@ def _why_chosen(
         return (
             f"{partition.name} is the node type set aside for {spec.workload} work, and its "
             f"{gpu.name} ({describe_gb(gpu.memory_gb)}) fits {memory}.",
-            partition.source,
+            _purpose_source(partition),
         )
     if gpu.expects_full_utilization:
         if spec.expects_full_utilization:

@@ -96,6 +96,11 @@ SBATCH_DIRECTIVES = Source(
 PUBLIC_HARDWARE = Source(
     "the cluster's public documentation", "GPU node types (see the admin note)"
 )
+# Figures a site has not published yet (the processing cluster's node layout and time limit, the
+# DGX cluster's time limit): the portal's stand-ins until its admins publish theirs.
+PORTAL_PLACEHOLDERS = Source(
+    "the portal's placeholders", "not published by the site yet (see the admin note)"
+)
 # A site whose documents give no CPUs or memory per GPU gets 002's suggestions for one GPU: the
 # citation says they are the portal's stand-in, not the site's rule.
 PORTAL_DEFAULTS = Source(

@@ -133,7 +133,11 @@ class Partition:
     purposes: frozenset[Workload] = frozenset()
     # The Slurm partition to ask for; empty when Slurm routes by `--gres` type alone.
     slurm_partition: str = ""
-    source: Source | None = None
+    source: Source | None = None  # the hardware
+    # Where the purposes and the time limit are stated; None: not stated (the hardware's source
+    # is cited instead, where the rule needs one).
+    purpose_source: Source | None = None
+    hours_source: Source | None = None
     # Node-local storage a job on this node type can count on, where the site publishes it;
     # None: not published, the policy's generic node-local limit applies.
     node_local_gb: float | None = None
@@ -171,6 +175,8 @@ class Policy:
     # from its node table), so each has its own; None where nothing states it.
     cpus_source: Source | None = None
     memory_source: Source | None = None
+    # Where the cluster's maximum job duration (Cluster.max_hours) is stated.
+    max_hours_source: Source | None = None
     # Where results and checkpoints go unless the user says otherwise, as a path starts in jobs
     # ($PROJECT/results); "" where the site publishes none.
     results_dir: str = ""
@@ -268,6 +274,15 @@ class Cluster:
     @property
     def max_hours(self) -> float:
         return max((p.max_hours for p in self.partitions), default=0)
+
+    @property
+    def max_hours_source(self) -> Source | None:
+        """Where the maximum job duration is stated: the policy's source for it, else that of
+        the node type with the longest limit."""
+        if self.policy.max_hours_source:
+            return self.policy.max_hours_source
+        longest = max(self.partitions, key=lambda p: p.max_hours, default=None)
+        return longest.hours_source if longest else None
 
 
 # --- What the user tells us about the job ------------------------------------------------

@@ -157,6 +157,6 @@ def _check_duration(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
         f"{describe_hours(spec.hours)} is over {cluster.name}'s maximum job duration of "
         f"{describe_hours(cluster.max_hours)}. Make the program resume from its latest "
         "checkpoint, and the portal will split the work into a chain of shorter jobs.",
-        sources.SBATCH_ELEMENTS,
+        cluster.max_hours_source,
         "hours",
     )

@@ -76,7 +76,8 @@ class Command(BaseCommand):
             same_named(facts.policy, Policy, but=POLICY_SOURCES)
             | _source(facts.policy.source)
             | _source(facts.policy.cpus_source, "cpus_")
-            | _source(facts.policy.memory_source, "memory_"),
+            | _source(facts.policy.memory_source, "memory_")
+            | _source(facts.policy.max_hours_source, "max_hours_"),
         )
         environment = facts.environment
         self._create(
@@ -122,6 +123,8 @@ class Command(BaseCommand):
                     "node_local_gb": part.node_local_gb,
                     "note": entry.notes.get(part.name, ""),
                     **_source(part.source),
+                    **_source(part.purpose_source, "purpose_"),
+                    **_source(part.hours_source, "hours_"),
                 },
             )
         for site_rule in facts.rules:
