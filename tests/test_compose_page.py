@@ -138,13 +138,20 @@ def test_the_dgx_cluster_neither_needs_nor_checks_what_only_a_slurm_script_uses(
     # As an API client sends it, without the Slurm-only fields, or as the page posts it after
     # values typed for a Slurm cluster (a time over every limit, a bad memory, modules).
     asked = {k: v for k, v in GOOD.items() if k not in SLURM_ONLY} | {"cluster": "dgx"}
-    typed = GOOD | {"cluster": "dgx", "time_limit": "99-00:00:00", "memory": "lots"}
+    typed = GOOD | {
+        "cluster": "dgx",
+        "time_limit": "99-00:00:00",
+        "memory": "lots",
+        "similar_runs": "5",
+    }
     for data in (asked, typed | {"modules": "bad module!", "cpus_per_task": "0"}):
         page = user_client.get("/jobs/new/", data).content.decode()
         assert "this is advice only, no job script is made" in page
         assert "This field is required" not in page
         assert "is not a time limit" not in page and "not an amount of memory" not in page
         assert "dgx-a100" in page, "the advice names the cluster's GPUs"
+        # What only a Slurm job is given is not offered either.
+        assert "<th>CPUs per task</th>" not in page and "--array" not in page
 
 
 def test_another_user_cannot_see_use_or_change_a_composition(

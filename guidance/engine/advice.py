@@ -37,7 +37,7 @@ def advise(
             sources.SIMILAR_JOBS,
             "similar_runs",
         )
-    elif spec.similar_runs > 1:
+    elif spec.similar_runs > 1 and cluster.scheduler == Scheduler.SLURM:
         notes.tip(
             "similar_runs_array",
             f"{spec.similar_runs} similar runs: submit them as one job array "
