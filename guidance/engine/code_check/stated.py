@@ -67,13 +67,15 @@ class Statements:
                 return self._follow(program, assigned, depth - 1)
             return self._parameter(program, expr, depth)
         if isinstance(expr, ast.Attribute):
+            own = self._attributes(program, expr, depth)
+            if own:  # self.workers, set in its class: that is where it comes from
+                return own[0]
             made = _made_by(values, expr.value)
             if made != "parse_args" and made not in self._dataclasses:
                 made = None  # made by a function of the program's own: not followed
             found = [
                 *(self._options(expr.attr, depth) if made in (None, "parse_args") else []),
                 *(self._fields(expr.attr, depth, made) if made != "parse_args" else []),
-                *self._attributes(program, expr, depth),
             ]
             return found[0] if len(found) == 1 else None
         return None
@@ -116,35 +118,38 @@ class Statements:
     # --- cfg.workers: a dataclass field's default -------------------------------------
 
     @cached_property
-    def _dataclasses(self) -> frozenset[str]:
-        return frozenset(
-            cls.name
+    def _dataclass_list(self) -> list[tuple[Program, ast.ClassDef]]:
+        return [
+            (program, cls)
             for program in self.programs
             for cls in program.by_type[ast.ClassDef]
             if _is_dataclass(program, cls)
-        )
+        ]
+
+    @cached_property
+    def _dataclasses(self) -> frozenset[str]:
+        return frozenset(cls.name for _, cls in self._dataclass_list)
 
     def _fields(self, name: str, depth: int, made: str | None) -> list[Stated | None]:
         """`workers: int = 8` in a dataclass: of the class the receiver is made from, where
         the files say it, else of any."""
         found = []
-        for program in self.programs:
-            for cls in program.by_type[ast.ClassDef]:
-                if made not in (None, cls.name) or not _is_dataclass(program, cls):
+        for program, cls in self._dataclass_list:
+            if made not in (None, cls.name):
+                continue
+            for statement in cls.body:
+                if not (
+                    isinstance(statement, ast.AnnAssign)
+                    and isinstance(statement.target, ast.Name)
+                    and statement.target.id == name
+                ):
                     continue
-                for statement in cls.body:
-                    if not (
-                        isinstance(statement, ast.AnnAssign)
-                        and isinstance(statement.target, ast.Name)
-                        and statement.target.id == name
-                    ):
-                        continue
-                    default = _field_default(program, statement.value)
-                    where = f"the field `{cls.name}.{name}`"
-                    if default is None:
-                        found.append(None)
-                    else:
-                        found.append(self._default_value(program, default, depth, where))
+                default = _field_default(program, statement.value)
+                where = f"the field `{cls.name}.{name}`"
+                if default is None:
+                    found.append(None)
+                else:
+                    found.append(self._default_value(program, default, depth, where))
         return found
 
     # --- self.workers: set once in the class, from a parameter with a default ---------
