@@ -1827,6 +1827,28 @@ def test_a_default_written_elsewhere_is_followed(program, line, after):
     assert (finding.kind, finding.line, finding.after) == (Kind.CHANGE, line, after)
 
 
+def test_an_attribute_set_in_its_class_is_followed_there_not_to_an_option_of_its_name():
+    result = check(
+        JOB + PARSER + "parser.add_argument('--workers', type=int, default=8)\n"
+        "class Data:\n    def __init__(self, root, workers=0):\n"
+        "        self.workers = workers\n"
+        "        self.loader = DataLoader(root, num_workers=self.workers)\n"
+        "data = Data('/data')\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").before == (
+        "    def __init__(self, root, workers=0):"
+    )
+
+
+def test_an_option_typed_int_reading_another_variable_is_asked_about_not_called_a_string():
+    result = check(
+        JOB + PARSER + "parser.add_argument('--workers', type=int, "
+        "default=os.environ.get('LOADER_WORKERS', 4))\n"
+        "args = parser.parse_args()\nloader = DataLoader(ds, num_workers=args.workers)\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").kind is Kind.QUESTION
+
+
 def test_a_default_that_a_call_replaces_is_still_asked_about():
     result = check(
         JOB + "class Data:\n    def __init__(self, root, workers=0):\n"

@@ -102,9 +102,10 @@ class Statements:
                     found.append(None)
                     continue
                 typed = "type" in keywords and program.segment(keywords["type"].value) == "int"
-                if typed and _reads_job(program, default.value):
+                if typed and _reads_environment(program, default.value):
                     # argparse applies `type` to a string default: int(os.environ[...]).
-                    found.append(Stated(How.JOB, program, default.value))
+                    job = _reads_job(program, default.value)
+                    found.append(Stated(How.JOB, program, default.value) if job else None)
                     continue
                 option = _option_name(call) or dest
                 number = _number(default.value)
