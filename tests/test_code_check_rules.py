@@ -14,6 +14,8 @@ from guidance.engine.code_check import Impact, Kind, Measured, check_code
 from guidance.engine.code_check.catalogue import RULES
 from guidance.engine.sources import Source
 from guidance.engine.types import CodeRule
+from tests.engine_helpers import note
+from tests.script_check_helpers import checked, job
 
 DGX = Cluster(slug="dgx", name="DGX", policy=Policy(cpus_per_gpu=16))
 # What makes a program train, for the rules that speak only about programs that do.
@@ -1707,3 +1709,165 @@ def test_num_workers_given_as_a_string_is_changed_to_the_number():
     finding = one(check(source + TRAINS), "dataloader_num_workers")
     assert finding.kind is Kind.CHANGE and "needs an int" in finding.message
     assert finding.after == "loader = DataLoader(ds, num_workers=4)"
+
+
+# --- Workers read from the job, or defaulted elsewhere ----------------------------------------
+
+JOB = "import os\nfrom torch.utils.data import DataLoader\n"
+PARSER = "import argparse\nparser = argparse.ArgumentParser()\n"
+
+
+@pytest.mark.parametrize(
+    "workers",
+    [
+        "loader = DataLoader(ds, num_workers=int(os.environ['SLURM_CPUS_PER_TASK']))\n",
+        "loader = DataLoader(ds, num_workers=int(os.environ.get('SLURM_CPUS_PER_TASK', 4)))\n",
+        "loader = DataLoader(ds, num_workers=int(os.getenv('SLURM_CPUS_PER_TASK', '4')))\n",
+        "loader = DataLoader(ds, num_workers=len(os.sched_getaffinity(0)))\n",
+        "cpus = int(os.environ['SLURM_CPUS_PER_TASK'])\n"
+        "loader = DataLoader(ds, num_workers=cpus)\n",
+        PARSER + "parser.add_argument('--workers', type=int, "
+        "default=int(os.environ.get('SLURM_CPUS_PER_TASK', 4)))\nargs = parser.parse_args()\n"
+        "loader = DataLoader(ds, num_workers=args.workers)\n",
+        # argparse gives a string default its type: int("6").
+        PARSER + "parser.add_argument('-j', '--workers', type=int, "
+        "default=os.environ['SLURM_CPUS_PER_TASK'])\nargs = parser.parse_args()\n"
+        "loader = DataLoader(ds, num_workers=args.workers)\n",
+        "WORKERS = len(os.sched_getaffinity(0))\n\ndef make(ds):\n"
+        "    return DataLoader(ds, num_workers=WORKERS)\n",
+        "from dataclasses import dataclass\n@dataclass\nclass Config:\n"
+        "    workers: int = int(os.environ['SLURM_CPUS_PER_TASK'])\n"
+        "config = Config()\nloader = DataLoader(ds, num_workers=config.workers)\n",
+        "def make(ds, workers=int(os.environ['SLURM_CPUS_PER_TASK'])):\n"
+        "    return DataLoader(ds, num_workers=workers)\n",
+        "from transformers import TrainingArguments\n"
+        "training_args = TrainingArguments('out', "
+        "dataloader_num_workers=int(os.environ['SLURM_CPUS_PER_TASK']))\n",
+    ],
+)
+def test_workers_read_from_the_job_are_not_asked_about(workers):
+    result = check(JOB + workers + TRAINS)
+    assert not found(result, "dataloader_num_workers")
+
+
+@pytest.mark.parametrize(
+    ("assignment", "read"),
+    [
+        ("loader = DataLoader(ds, num_workers=os.environ.get('SLURM_CPUS_PER_TASK'))\n", None),
+        ("cpus = os.environ['SLURM_CPUS_PER_TASK']\n", "cpus"),
+    ],
+)
+def test_an_environment_variable_as_read_is_a_string_the_dataloader_refuses(assignment, read):
+    source = text(
+        JOB
+        + assignment
+        + (f"loader = DataLoader(ds, num_workers={read})\n" if read else "")
+        + TRAINS
+    )
+    finding = one(check_code({"train.py": source}, DGX), "dataloader_num_workers")
+    assert finding.kind is Kind.CHANGE and finding.line == 3
+    assert "a string" in finding.message and "TypeError" in finding.message
+    # Wrapped in int(); an unset variable given the CPUs per GPU instead of None.
+    assert finding.after == assignment.rstrip("\n").replace(
+        "os.environ.get('SLURM_CPUS_PER_TASK')", "int(os.environ.get('SLURM_CPUS_PER_TASK', 16))"
+    ).replace("= os.environ['SLURM_CPUS_PER_TASK']", "= int(os.environ['SLURM_CPUS_PER_TASK'])")
+    lines = source.split("\n")
+    ast.parse("\n".join([*lines[:2], finding.after, *lines[3:]]))
+
+
+def test_an_argparse_default_of_zero_is_the_change_where_it_is_written():
+    source = text(
+        JOB
+        + PARSER
+        + "parser.add_argument('--num-workers', type=int, default=0, help='loader workers')\n"
+        "args = parser.parse_args()\n"
+        "loader = DataLoader(ds, batch_size=64, num_workers=args.num_workers)\n" + TRAINS
+    )
+    finding = one(check_code({"train.py": source}, DGX), "dataloader_num_workers")
+    assert (finding.kind, finding.line, finding.column) == (Kind.CHANGE, 5, 48)
+    assert "the option `--num-workers`, which is 0 (`default=0`)" in finding.message
+    assert "int(os.environ['SLURM_CPUS_PER_TASK'])" in finding.fix
+    assert finding.after == (
+        "parser.add_argument('--num-workers', type=int, default=16, help='loader workers')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("program", "line", "after"),
+    [
+        (
+            "WORKERS = 8\n" + PARSER + "parser.add_argument('--workers', default=WORKERS)\n"
+            "args = parser.parse_args()\nloader = DataLoader(ds, num_workers=args.workers)\n",
+            None,
+            None,
+        ),
+        (
+            "from dataclasses import dataclass, field\n@dataclass\nclass Config:\n"
+            "    workers: int = field(default=0)\n"
+            "loader = DataLoader(ds, num_workers=Config().workers)\n",
+            6,
+            "    workers: int = field(default=16)",
+        ),
+        (
+            "class Data:\n    def __init__(self, root, workers=0):\n"
+            "        self.workers = workers\n\n    def loader(self):\n"
+            "        return DataLoader(self.root, num_workers=self.workers)\n"
+            "data = Data('/data')\n",
+            4,
+            "    def __init__(self, root, workers=16):",
+        ),
+    ],
+)
+def test_a_default_written_elsewhere_is_followed(program, line, after):
+    result = check(JOB + program + TRAINS)
+    if line is None:
+        assert not found(result, "dataloader_num_workers")
+        return
+    finding = one(result, "dataloader_num_workers")
+    assert (finding.kind, finding.line, finding.after) == (Kind.CHANGE, line, after)
+
+
+def test_an_attribute_set_in_its_class_is_followed_there_not_to_an_option_of_its_name():
+    result = check(
+        JOB + PARSER + "parser.add_argument('--workers', type=int, default=8)\n"
+        "class Data:\n    def __init__(self, root, workers=0):\n"
+        "        self.workers = workers\n"
+        "        self.loader = DataLoader(root, num_workers=self.workers)\n"
+        "data = Data('/data')\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").before == (
+        "    def __init__(self, root, workers=0):"
+    )
+
+
+def test_an_option_typed_int_reading_another_variable_is_asked_about_not_called_a_string():
+    result = check(
+        JOB + PARSER + "parser.add_argument('--workers', type=int, "
+        "default=os.environ.get('LOADER_WORKERS', 4))\n"
+        "args = parser.parse_args()\nloader = DataLoader(ds, num_workers=args.workers)\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").kind is Kind.QUESTION
+
+
+def test_a_default_that_a_call_replaces_is_still_asked_about():
+    result = check(
+        JOB + "class Data:\n    def __init__(self, root, workers=0):\n"
+        "        self.loader = DataLoader(root, num_workers=workers)\n"
+        "data = Data('/data', 8)\n" + TRAINS
+    )
+    assert one(result, "dataloader_num_workers").kind is Kind.QUESTION
+
+
+def test_the_script_checkers_advice_on_workers_is_code_this_checker_accepts():
+    """The script checker tells a job with too few CPUs to start as many DataLoader workers,
+    with a line of Python: this checker must not flag that very line."""
+    script = job("--gpus-per-node=4", "--cpus-per-task=1")
+    fix = note(checked(script), "too_few_cpus").fix
+    advice = re.search(r"\((num_workers=.+)\)\.$", fix)
+    assert advice, fix
+    loader = f"loader = DataLoader(ds, {advice.group(1)}, pin_memory=True)\n"
+    result = check(JOB + loader + TRAINS)
+    assert not found(result, "dataloader_num_workers")
+    hf = f"TrainingArguments('out', dataloader_{advice.group(1)})\n"
+    result = check(JOB + "from transformers import TrainingArguments\n" + hf)
+    assert not found(result, "dataloader_num_workers")

@@ -16,6 +16,7 @@ from guidance.engine.code_check.snippets import (
     set_keywords,
     short_call,
 )
+from guidance.engine.code_check.stated import How, Stated, Statements
 from guidance.engine.code_check.values import Value, Values
 
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -155,6 +156,10 @@ def check_num_workers(project: Project, program: Program, values: Values) -> Ite
                 loader.fix({"num_workers": number}),
             )
         elif not loader.workers.known:
+            stated = _stated(project, program, loader.workers)
+            if stated is not None:
+                yield from _stated_findings(project, stated, "num_workers", loader.name)
+                continue
             yield make(
                 "dataloader_num_workers",
                 Kind.QUESTION,
@@ -166,6 +171,61 @@ def check_num_workers(project: Project, program: Program, values: Values) -> Ite
                 f"Pass {project.cpus} (the CPUs the job has per GPU) when you run it on the "
                 "cluster.",
             )
+
+
+def _stated(project: Project, program: Program, value: Value | None) -> Stated | None:
+    """Where an unknown worker count is said without a literal: from the job, or a default
+    written elsewhere; None where the files do not say it."""
+    if value is None or value.known or value.spread:
+        return None
+    if "statements" not in project.memo:
+        project.memo["statements"] = Statements(project.programs, project.values)
+    statements: Statements = project.memo["statements"]  # type: ignore[assignment]
+    expr = value.node.value if isinstance(value.node, ast.keyword) else value.node
+    return statements.of(program, expr)
+
+
+def _stated_findings(
+    project: Project, stated: Stated, name: str, loader: str
+) -> Iterator[CodeFinding]:
+    """Read from the job, or a default above 0: nothing to say. An environment variable as
+    read (a string) or a default of 0: the change, where it is written."""
+    program, node = stated.program, stated.node
+    if stated.how is How.TEXT:
+        read = program.segment(node)
+        number = read
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            # .get(name) is None where the variable is unset: int() needs a fallback.
+            number = (
+                f"{program.segment(node.func)}({program.segment(node.args[0])}, {project.cpus})"
+            )
+        after = f"int({number})"
+        yield make(
+            "dataloader_num_workers",
+            Kind.CHANGE,
+            program,
+            node,
+            f"`{loader}` takes {name} from `{read}`: an environment variable is read as a "
+            "string, and the DataLoader stops with a TypeError when it compares it with 0.",
+            f"Make it a number: {name}={after}.",
+            replace_values(program, {name: node}, {name: after}),
+        )
+    elif stated.how is How.DEFAULT and (_number(stated.value) or 0) <= 0:
+        written = program.segment(node)
+        text = f"default={project.cpus}" if isinstance(node, ast.keyword) else str(project.cpus)
+        shown = f" (`{written}`)" if written != str(stated.value) else ""
+        yield make(
+            "dataloader_num_workers",
+            Kind.CHANGE,
+            program,
+            node,
+            f"`{loader}` takes {name} from {stated.where}, which is {stated.value}{shown}: "
+            "unless the run says otherwise, it loads every batch in the training process "
+            "itself, and the GPU waits while the CPU prepares the next one.",
+            f"Make it {project.cpus} (one worker per CPU the job has per GPU), or read the "
+            "job's own count: int(os.environ['SLURM_CPUS_PER_TASK']).",
+            replace_values(program, {name: node}, {name: text}),
+        )
 
 
 def _comes_from(value: Value) -> str:
@@ -318,6 +378,8 @@ def check_hf_dataloader(
                 f"Set dataloader_num_workers={project.cpus} (the CPUs the job has per GPU).",
                 _hf_fix(program, call, workers, {"dataloader_num_workers": str(project.cpus)}),
             )
+        elif not known_workers and (stated := _stated(project, program, workers)) is not None:
+            yield from _stated_findings(project, stated, "dataloader_num_workers", name)
         elif not known_workers:
             yield make(
                 "dataloader_num_workers",
