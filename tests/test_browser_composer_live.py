@@ -87,8 +87,9 @@ def test_a_run_ai_cluster_asks_only_what_applies(page):
     page.fill("input[name=dataset_gb]", "50")
     page.fill("input[name=hours]", "12")
     page.wait_for_selector('.compose-fields[data-scheduler="runai"]', state="attached")
-    for name in ("account", "modules", "cpus_per_task", "time_limit"):
+    for name in ("account", "modules", "cpus_per_task", "time_limit", "results_dir"):
         assert not page.locator(f"#field-{name}").is_visible(), name
+    assert not page.locator(".section-by-hand summary").is_visible()
     assert not page.get_by_text("are not read yet").is_visible()
     assert page.locator("#field-dataset_gb").is_visible()
     # Back on a Slurm cluster, its questions come back.

@@ -152,6 +152,10 @@ def test_the_dgx_cluster_neither_needs_nor_checks_what_only_a_slurm_script_uses(
         assert "dgx-a100" in page, "the advice names the cluster's GPUs"
         # What only a Slurm job is given is not offered either.
         assert "<th>CPUs per task</th>" not in page and "--array" not in page
+    # Long work without checkpoints: no chain is promised where the portal writes no jobs.
+    page = user_client.get("/jobs/new/", asked | {"hours": "30"}).content.decode()
+    assert "Make the program save and resume from checkpoints." in page
+    assert "as a chain of" not in page
 
 
 def test_another_user_cannot_see_use_or_change_a_composition(
@@ -263,7 +267,9 @@ def test_values_set_by_hand_reach_the_script_and_the_salloc_line(user_client, se
 def test_a_time_over_the_maximum_is_refused_beside_the_field(user_client, seeded):
     page = user_client.get("/jobs/new/", GOOD | {"time_limit": "8-00:00:00"}).content.decode()
     assert "a100 jobs on Narval may run 7 days at most" in page
-    assert "Source: the cluster&#x27;s public documentation, GPU node types" in page  # the limit's
+    # The limit's own source: 004 states Narval's 7 days (002 names no Narval).
+    assert "Important elements of a sbatch script</a>" in page
+    assert "/guidance/documents/004_" in page
     assert 'name="time_limit" value="8-00:00:00"' in page  # kept as typed
     assert "#SBATCH" not in page
 

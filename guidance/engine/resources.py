@@ -17,6 +17,7 @@ from guidance.engine.types import (
     Partition,
     Placement,
     Resources,
+    Scheduler,
     StoragePlan,
 )
 
@@ -37,12 +38,16 @@ def plan_chain(
     if not spec.checkpointing:
         if spec.hours <= chunk:
             return None  # over the partition's limit: validation says so
+        chained = (
+            f", and the portal will run it as a chain of {describe_hours(chunk)} jobs, which "
+            "also start sooner"
+            if cluster.scheduler == Scheduler.SLURM
+            else ""  # the portal writes no jobs for another scheduler
+        )
         notes.warn(
             "long_without_checkpoints",
             f"{describe_hours(spec.hours)} is longer than {describe_hours(chunk)}: an outage "
-            "would lose all of it. Make the program save and resume from checkpoints, and the "
-            f"portal will run it as a chain of {describe_hours(chunk)} jobs, which also start "
-            "sooner.",
+            f"would lose all of it. Make the program save and resume from checkpoints{chained}.",
             sources.LONG_RUNNING,
             "checkpointing",
         )

@@ -32,7 +32,16 @@ ENVIRONMENTS = [
 OVERRIDES = ("partition", "time_limit", "memory", "cpus_per_task")
 # What only a Slurm script uses: a cluster with another scheduler (Run:ai) does not ask for it.
 SLURM_ONLY = frozenset(
-    {"account", "modules", "environment", "environment_path", "launch", "mail_user", *OVERRIDES}
+    {
+        "account",
+        "modules",
+        "environment",
+        "environment_path",
+        "launch",
+        "mail_user",
+        "results_dir",
+        *OVERRIDES,
+    }
 )
 
 # What a Slurm-only field means when it is not asked: as if left empty.
