@@ -88,4 +88,5 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
         code_rules=tuple(
             CodeRule(r.rule, r.enabled, r.wording, _source(r)) for r in cluster.code_rules.all()
         ),
+        source=_source(cluster),
     )

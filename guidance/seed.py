@@ -56,12 +56,16 @@ class SeedArticle:
 class SeedCluster:
     facts: Cluster
     description: str
-    source: Source
     note: str = ""
     login_host: str = ""
     # Admin notes for single objects, keyed by GPU type, partition or storage tier name.
     notes: dict[str, str] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # GPU type name -> card model
+
+    @property
+    def source(self) -> Source | None:
+        """Where the description is stated, beyond the GPU models."""
+        return self.facts.source
 
 
 # --- The processing cluster (000) ---------------------------------------------------------
@@ -153,6 +157,7 @@ PROCESSING = SeedCluster(
             python_builder=PythonBuilder.VENV,
             source=sources.PROCESSING_SCRATCH,
         ),
+        source=sources.PROCESSING_SCRATCH,
     ),
     description=(
         "A GPU cluster whose nodes each have fast SSD scratch in RAID-6 under `/processing/`. "
@@ -161,7 +166,6 @@ PROCESSING = SeedCluster(
         "GPU utilization, RTX otherwise; debug 48 GB models on roentgen; run inference under "
         "11 GB on 2080ti."
     ),
-    source=sources.PROCESSING_SCRATCH,
     note=(
         "Node counts, CPUs, memory per node, the 7-day limit, CPUs and memory per GPU are not in "
         "the document (000): placeholders until the cluster's admins publish theirs (per GPU: "
@@ -321,9 +325,9 @@ def _federation(
             ),
             environment=FEDERATION_JOB_ENVIRONMENT,
             rules=FEDERATION_RULES,
+            source=max_days.source,  # what the description states beyond the GPU models
         ),
         description=f"{description} Jobs run at most {max_days.value} days.",
-        source=max_days.source,  # what the description states beyond the GPU models
         note=note,
         login_host=f"{slug}.alliancecan.ca",
         notes={g.name: PUBLIC_DOCS for g in gpus} | {p.name: PUBLIC_DOCS for p in partitions},
@@ -437,13 +441,13 @@ DGX = SeedCluster(
             cpus_source=sources.PUBLIC_HARDWARE,
             memory_source=sources.PUBLIC_HARDWARE,
         ),
+        source=sources.RUNAI,
     ),
     description=(
         "NVIDIA DGX nodes scheduled by Run:ai, not Slurm: the portal gives advice for it but "
         "writes no job script. Aim for more than 90% GPU compute utilization; check it in the "
         "Run:ai dashboard under Workloads, your job, Metrics, GPU compute utilization."
     ),
-    source=sources.RUNAI,
     note=(
         "Utilization target (>90%) from 003. Node layout (8 x A100 80GB, 128 CPUs, 1 TB) from "
         "NVIDIA's public DGX A100 specification; the document names no hardware."

@@ -248,6 +248,9 @@ class Cluster:
     environment: JobEnvironment = field(default_factory=JobEnvironment)
     rules: tuple[SiteRule, ...] = ()
     code_rules: tuple[CodeRule, ...] = ()
+    # Where the cluster's own description is stated, beyond its GPU models: on the federation,
+    # its maximum job duration (Narval's 7 days in 004, the others' in 002).
+    source: Source | None = None
 
     def rule(self, rule: Rule) -> SiteRule | None:
         """The site's statement of the rule, None where its guidance does not state it."""
