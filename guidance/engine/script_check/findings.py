@@ -98,18 +98,24 @@ def _rewrite(
     edits = []
     for number in only or sorted({d.line for d in script.directives if d.option in names}):
         add = option if number == at else ""
-        text = _rewritten(script.line(number), names, (add,))
+        text = _rewritten(script.line(number), names, add)
         edits.append(Edit(number, text, drop=names, add=add))
     return tuple(edits)
 
 
-def _rewritten(line: str, names: tuple[str, ...], adds: tuple[str, ...]) -> str | None:
-    """An #SBATCH line without the named options and with the added ones; None when nothing
-    is left. What sbatch refuses on it stays, for its own finding."""
+def _rewritten(line: str, names: tuple[str, ...], add: str) -> str | None:
+    """An #SBATCH line without the named options, the added one in the place of the first of
+    them; None when nothing is left. What sbatch refuses on it stays, for its own finding."""
     one = parse_script(line)
-    kept = [written(d) for d in one.directives if d.option not in names]
+    kept: list[str] = []
+    for directive in one.directives:
+        if directive.option not in names:
+            kept.append(written(directive))
+        elif add and add not in kept:
+            kept.append(add)
+    if add and add not in kept:
+        kept.append(add)
     kept += [r.written for r in one.refused]
-    kept += [a for a in dict.fromkeys(adds) if a]
     return f"#SBATCH {' '.join(kept)}" if kept else None
 
 
@@ -118,11 +124,11 @@ def _merged(line: str, edits: list[Edit]) -> str | None:
     for edit in edits:
         if edit.swap:
             line = line.replace(*edit.swap, 1)
-    changes = [e for e in edits if not e.swap]
-    if not changes:
-        return line
-    names = tuple(n for e in changes for n in e.drop)
-    return _rewritten(line, names, tuple(e.add for e in changes))
+    result: str | None = line
+    for edit in edits:
+        if not edit.swap and result is not None:
+            result = _rewritten(result, edit.drop, edit.add)
+    return result
 
 
 def apply_edits(text: str, findings: tuple[Finding, ...]) -> str | None:
