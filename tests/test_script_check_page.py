@@ -91,7 +91,12 @@ LATE = GOOD + "#SBATCH --mem=1G\n"
 @pytest.mark.parametrize(
     ("script", "code", "words", "source"),
     [
-        (BAD, "over_max_duration", "maximum job duration of 7 days", sources.SBATCH_ELEMENTS),
+        (
+            BAD,
+            "over_max_duration",
+            "maximum job duration of 7 days",
+            sources.NOTES_SBATCH_ELEMENTS,
+        ),
         (BAD, "multi_gpu_without_launcher", "asks for 4 GPUs", sources.SBATCH_ELEMENTS),
         (BAD, "training_from_network", "training data from /project", sources.DATASET_SIZE_TIERS),
         (BAD, "no_account", "No --account", sources.SBATCH_ELEMENTS),

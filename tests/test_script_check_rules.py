@@ -36,7 +36,7 @@ S = sources
 PROBLEMS = [
     # (cluster, script, code, source, words in the message)
     ("narval", HEADER + "echo hi\n", "missing_time", S.SBATCH_ELEMENTS, "--time"),
-    ("narval", job("--time=8-00:00"), "over_max_duration", S.SBATCH_ELEMENTS, "7 days"),
+    ("narval", job("--time=8-00:00"), "over_max_duration", S.NOTES_SBATCH_ELEMENTS, "7 days"),
     ("cedar", job("--time=29-00:00"), "over_max_duration", S.SBATCH_ELEMENTS, "28 days"),
     (
         "narval",

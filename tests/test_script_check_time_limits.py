@@ -2,6 +2,8 @@
 
 import pytest
 
+from guidance import seed
+from guidance.engine import sources
 from tests.engine_helpers import codes, note
 from tests.script_check_helpers import HEADER, checked, job
 
@@ -29,6 +31,22 @@ def test_over_the_maximum_suggests_a_chain_and_names_the_maximum():
     assert "Béluga's maximum job duration of 7 days" in found.message
     assert "--array=1-10%1" in found.fix
     assert "--time=1-00:00" in found.fix
+
+
+@pytest.mark.parametrize(
+    ("slug", "source"),
+    [
+        ("narval", sources.NOTES_SBATCH_ELEMENTS),  # 004 states Narval's 7 days
+        ("beluga", sources.SBATCH_ELEMENTS),
+        ("cedar", sources.SBATCH_ELEMENTS),
+        ("graham", sources.SBATCH_ELEMENTS),
+    ],
+)
+def test_over_the_maximum_cites_where_that_cluster_states_it(slug, source):
+    found = note(checked(job("--time=40-00:00"), slug), "over_max_duration")
+    assert found.source == source
+    seeded = next(c for c in seed.CLUSTERS if c.facts.slug == slug)
+    assert seeded.source == source
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,10 @@ CPUs for 8 GPUs, far fewer than the 16 per GPU of its p100 nodes. A job that too
 there would hold the whole node for a few of its GPUs. So the share is the cluster's ratio, or
 the node type's own split where that is clearly smaller, each with the source that states it:
 the policy's own source for each figure of the ratio, the partition's for a node's split.
-The documents' ratios are round figures a little over some nodes' exact split (Cedar's 32000M
-for 31250M): those are kept, as the documents write them.
+CPUs also follow a node's split where it is clearly larger (Cedar's v100l nodes: 32 CPUs for 4
+GPUs, 8 each, where the ratio says 6): those CPUs are the GPU's, and nobody else can use them.
+Memory stays the documents' figure unless the node has clearly less: the documents' ratios are
+round figures a little over some nodes' exact split (Cedar's 32000M for 31250M), kept as written.
 """
 
 from dataclasses import dataclass
@@ -38,6 +40,14 @@ def gpu_share(cluster: Cluster, partition: Partition) -> GpuShare:
         cpus_reason = (
             f"{cpus} CPUs per GPU: {node} {partition.cpus_per_node} CPUs for {gpus} GPUs, "
             f"fewer than {cluster.name}'s {policy.cpus_per_gpu} per GPU elsewhere."
+        )
+        cpus_source = partition.source
+    elif node_cpus > policy.cpus_per_gpu * SHARE_TOLERANCE:
+        cpus = node_cpus
+        cpus_reason = (
+            f"{cpus} CPUs per GPU: {node} {partition.cpus_per_node} CPUs for {gpus} GPUs, "
+            f"more than {cluster.name}'s {policy.cpus_per_gpu} per GPU: each GPU's own CPUs, "
+            "to keep it fed."
         )
         cpus_source = partition.source
     else:

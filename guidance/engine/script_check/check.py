@@ -1,7 +1,7 @@
 """The checks in order: first whether sbatch takes the text as a batch script at all, then
 each subject's rules. Findings come worst first, then in the order of the script's lines."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from guidance.engine import sources
 from guidance.engine.script_check.account import check_account
@@ -82,14 +82,19 @@ def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
     request = read_request(script)
     check_refused(script, notes)
     check_has_commands(script, notes)
+    # A program that uses one GPU gets one in the fixed script, and its share with it.
+    gpu_use: list[Finding] = []
+    one_gpu = check_gpu_use(script, request, reading, gpu_use)
     if script.directives:
         minutes = check_time(script, cluster, notes)
         check_checkpoints(script, cluster, minutes, notes)
         check_account(script, cluster, account, notes)
         check_node_limits(script, request, cluster, notes)
-        check_shares(script, request, cluster, notes)
+        check_shares(
+            script, replace(request, gpus_per_node=1) if one_gpu else request, cluster, notes
+        )
     check_gpu_requested(script, request, reading, cluster, notes)
-    check_gpu_use(script, request, reading, notes)
+    notes += gpu_use
     check_training_data(cluster, reading, notes)
     check_environment(script, cluster, places, notes)
     check_array_variables(script, notes)

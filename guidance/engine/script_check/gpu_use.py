@@ -11,8 +11,13 @@ import re
 
 from guidance.engine import sources
 from guidance.engine.script_check.commands import Reading, Run
-from guidance.engine.script_check.findings import Finding, Severity, add_directive
-from guidance.engine.script_check.parse import Script
+from guidance.engine.script_check.findings import (
+    Finding,
+    Severity,
+    add_directive,
+    replace_directive,
+)
+from guidance.engine.script_check.parse import Directive, Script
 from guidance.engine.script_check.request import Request
 from guidance.engine.types import Cluster
 
@@ -38,29 +43,31 @@ SRUN_TASKS = re.compile(r"^(-n|--ntasks|--ntasks-per-node|--tasks-per-node)(=|$)
 GPU_PARTITION = re.compile(r"gpu", re.IGNORECASE)
 
 
-def check_gpu_use(script: Script, request: Request, reading: Reading, notes: list) -> None:
+def check_gpu_use(script: Script, request: Request, reading: Reading, notes: list) -> bool:
+    """Whether the script shows a program that uses one of several GPUs on one node: the fixed
+    script then asks for one GPU, and the job's CPUs and memory are judged for that one."""
     gpus = request.gpus_per_node * request.nodes
     if gpus < 2:
-        return
+        return False
     text = "\n".join((*script.commands, script.embedded))
     asked = request.gpu_requests[-1]
     one = next((r for r in reading.runs if ONE_PROCESS.search(r.text)), None)
     if one is not None:
-        notes.append(_one_gpu(asked, gpus, one, "the launcher is told to start one process"))
-        return
+        notes.append(_one_gpu(script, request, one, "the launcher is told to start one process"))
+        return request.nodes == 1
     if USES_SEVERAL.search(text) or reading.background_runs >= 2:
-        return
+        return False
     for run in reading.runs:
         if run.words[0].rsplit("/", 1)[-1] == "srun":
             tasks = _srun_tasks(run, request)
             if tasks >= 2:
-                return
+                return False
             if _runs_program(run.words[1:]):
-                notes.append(_one_gpu(asked, gpus, run, "srun starts it as a single task"))
-                return
+                notes.append(_one_gpu(script, request, run, "srun starts it as a single task"))
+                return request.nodes == 1
         elif _runs_program(run.words):
-            notes.append(_one_gpu(asked, gpus, run, "it starts as a single process"))
-            return
+            notes.append(_one_gpu(script, request, run, "it starts as a single process"))
+            return request.nodes == 1
     elsewhere = [r for r in reading.runs if OTHER_SCRIPT.search(r.words[0])]
     if elsewhere:
         notes.append(
@@ -104,7 +111,31 @@ def _srun_tasks(run: Run, request: Request) -> int:
     return request.tasks_per_node * request.nodes
 
 
-def _one_gpu(asked, gpus: int, run: Run, how: str) -> Finding:
+def one_gpu(directive: Directive) -> str:
+    """The GPU request asking for one GPU of the same type: --gres=gpu:a100:4 -> gpu:a100:1."""
+    value = directive.value or ""
+    if directive.option != "gres":
+        kind, _, _ = value.rpartition(":")
+        return f"--{directive.option}={kind + ':' if kind else ''}1"
+    items = value.split(",")
+    for i, item in enumerate(items):
+        parts = item.strip().split(":")
+        if parts[0].removeprefix("gres/") != "gpu":
+            continue
+        if len(parts) == 2 and parts[1][:1].isdigit():
+            parts[1] = "1"
+        elif len(parts) >= 3:
+            parts[2] = "1"
+        items[i] = ":".join(parts)
+        break
+    return f"--gres={','.join(items)}"
+
+
+def _one_gpu(script: Script, request: Request, run: Run, how: str) -> Finding:
+    asked = request.gpu_requests[-1]
+    gpus = request.gpus_per_node * request.nodes
+    # Over several nodes, one GPU also means one node: the user decides that.
+    edits = (replace_directive(script, asked, one_gpu(asked)),) if request.nodes == 1 else ()
     return Finding(
         "multi_gpu_without_launcher",
         f"{asked} asks for {gpus} GPUs, but \u201c{run.text[:100]}\u201d uses one: {how}, and "
@@ -115,7 +146,9 @@ def _one_gpu(asked, gpus: int, run: Run, how: str) -> Finding:
         severity=Severity.WASTES,
         lines=(asked.line, run.line),
         fix="Ask for one GPU; or, if the program can use several, start one process per GPU "
-        f"(torchrun --nproc_per_node={gpus}, or srun with --ntasks-per-node={gpus}).",
+        f"(torchrun --nproc_per_node={gpus}, or srun with --ntasks-per-node={gpus})."
+        + (" The fixed script asks for one GPU, and CPUs and memory for it." if edits else ""),
+        edits=edits,
     )
 
 

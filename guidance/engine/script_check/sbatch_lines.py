@@ -4,9 +4,19 @@ their value, array variables in a job that is no array, and a script that runs n
 import re
 
 from guidance.engine import sources
-from guidance.engine.script_check.findings import Edit, Finding, Severity
+from guidance.engine.script_check.findings import Edit, Finding, Severity, swap_word
 from guidance.engine.script_check.parse import Refused, Script
-from guidance.engine.script_check.sbatch_options import closest
+from guidance.engine.script_check.sbatch_options import OPTIONS, closest
+
+# An option run together with its value: --mem4G, --mem-4G, --time-2:00:00.
+GLUED = re.compile(r"(?P<name>[a-z-]+?)-?(?P<value>\d\S*)")
+# Abbreviations several options start with, where one of them is what people mean: the usual
+# one (--cpus: per task), or the one the value shows (an address is for --mail-user).
+AMBIGUOUS_MEANT = {
+    "cpus": lambda value: "cpus-per-task",
+    "cpus-per": lambda value: "cpus-per-task",
+    "mail": lambda value: "mail-user" if "@" in value else None,
+}
 
 ARRAY_VARIABLE = re.compile(r"\$\{?SLURM_ARRAY_(TASK|JOB)_(ID|COUNT|MIN|MAX)\b")
 
@@ -28,11 +38,23 @@ def check_refused(script: Script, notes: list) -> None:
 
 
 def _meant(refused: Refused) -> str | None:
-    """The option the user most likely meant, where that is clear."""
-    name = refused.written.removeprefix("--").partition("=")[0]
-    if refused.code == "unknown_option" and refused.written.startswith("--"):
-        return closest(name)
-    return None
+    """The option and value the user most likely meant, as sbatch takes them (--mem=4G), where
+    that is clear; never guessed from a single letter."""
+    if refused.code != "unknown_option" or not refused.written.startswith("--"):
+        return None
+    name, eq, value = refused.written.removeprefix("--").partition("=")
+    if len(name) < 2:
+        return None
+    if not eq and (glued := GLUED.fullmatch(name)) and glued["name"] in OPTIONS:
+        return f"--{glued['name']}={glued['value']}"
+    if refused.meant and len(refused.meant) > 1:  # ambiguous: the usual one, or a near miss
+        meaning = AMBIGUOUS_MEANT.get(name)
+        option = meaning(value) if meaning else closest(name, refused.meant)
+    else:
+        option = closest(name)
+    if option is None:
+        return None
+    return f"--{option}" + (f"={value}" if eq else "")
 
 
 def _fix_text(refused: Refused) -> str:
@@ -41,22 +63,27 @@ def _fix_text(refused: Refused) -> str:
             return f"Write it without the space: {refused.written.replace(' ', '')}."
         return "Give the option its value, or remove the line."
     if meant := _meant(refused):
-        return f"Write --{meant}."
+        return f"Write {meant}."
     if "ambiguous" in refused.why:
         return "Write the option's full name."
     return "Remove it, or write the option sbatch's manual gives (man sbatch)."
 
 
 def _fix_edit(script: Script, refused: Refused) -> tuple[Edit, ...]:
-    written = script.line(refused.line)
+    line = script.line(refused.line)
     if refused.code == "missing_value" and " " in refused.written:
-        new = written.replace(refused.written, refused.written.replace(" ", ""), 1)
+        new = refused.written.replace(" ", "")
     elif meant := _meant(refused):
-        name = refused.written.partition("=")[0]
-        new = written.replace(name, f"--{meant}", 1)
+        new = meant
     else:
         return ()
-    return (Edit(refused.line, new),) if new != written else ()
+    # "--mem= 4G" is two words on the line: the space may be several, or a tab.
+    old = refused.written
+    if old not in line and " " in old:
+        spaced = re.search(re.escape(old).replace(r"\ ", r"\s+"), line)
+        old = spaced.group() if spaced else old
+    edit = swap_word(script, refused.line, old, new)
+    return (edit,) if edit.text != line else ()
 
 
 def check_array_variables(script: Script, notes: list) -> None:

@@ -39,7 +39,8 @@ def resolve(name: str) -> tuple[str | None, tuple[str, ...]]:
     return (matches[0], ()) if len(matches) == 1 else (None, matches)
 
 
-def closest(name: str) -> str | None:
-    """The option a misspelt name most likely meant: ntaks-per-node -> ntasks-per-node."""
-    found = difflib.get_close_matches(name, sorted(OPTIONS), n=1, cutoff=0.75)
+def closest(name: str, among: tuple[str, ...] = ()) -> str | None:
+    """The option a misspelt name most likely meant: ntaks-per-node -> ntasks-per-node; `among`
+    the options an ambiguous abbreviation could be (--tim -> time)."""
+    found = difflib.get_close_matches(name, sorted(among or OPTIONS), n=1, cutoff=0.75)
     return found[0] if found else None

@@ -1,8 +1,14 @@
 """CPUs and memory in proportion to GPUs, where the site publishes its share per GPU: a job that
 takes more leaves a node's other GPUs without CPUs or memory, one that takes too few CPUs
-starves its own GPUs, and one that takes the whole node for a few GPUs idles the rest."""
+starves its own GPUs, and one that takes the whole node for a few GPUs idles the rest.
 
-from guidance.engine.gpu_share import SHARE_TOLERANCE
+The share is the composer's (guidance.engine.gpu_share), per node type: a request that can land
+on several node types takes too much only where it takes too much on all of them, and a fix asks
+for the least of their shares, which fits on every one."""
+
+from dataclasses import dataclass
+
+from guidance.engine.gpu_share import SHARE_TOLERANCE, gpu_share
 from guidance.engine.script_check.findings import (
     Finding,
     Severity,
@@ -18,36 +24,70 @@ MIN_CPUS_PER_GPU = 2
 CPU_OPTIONS = ("cpus-per-task", "cpus-per-gpu")
 
 
+@dataclass(frozen=True)
+class Shares:
+    """The shares per GPU of the node types a job can land on: the most it may take anywhere,
+    and the least, which a fix asks for."""
+
+    most_cpus: int
+    least_cpus: int
+    most_memory_mb: int
+    least_memory_mb: int
+    where: str  # "Narval's", "Graham's v100 nodes'": whose share the figures are
+
+
+def shares(request: Request, script: Script, cluster: Cluster) -> Shares:
+    kinds = tuple(p for p in node_types(request, script, cluster) if p.gpus_per_node)
+    found = [gpu_share(cluster, p) for p in kinds]
+    if not found:
+        policy = cluster.policy
+        cpus, memory = policy.cpus_per_gpu, policy.memory_per_gpu_mb
+        return Shares(cpus, cpus, memory, memory, f"{cluster.name}'s")
+    cpus = [s.cpus for s in found]
+    memory = [s.memory_mb for s in found]
+    where = (
+        f"{cluster.name}'s {kinds[0].name} nodes'"
+        if len(kinds) == 1 and len(cluster.partitions) > 1
+        else f"{cluster.name}'s"
+    )
+    return Shares(max(cpus), min(cpus), max(memory), min(memory), where)
+
+
 def check_shares(script: Script, request: Request, cluster: Cluster, notes: list) -> None:
+    """`request`: what the job asks for, with as many GPUs as it should (one where another
+    finding says the program uses one)."""
     gpus = request.gpus_per_node
     if not gpus:
         return
     kinds = node_types(request, script, cluster)
     node_gpus = min((p.gpus_per_node for p in kinds), default=0)
+    share = shares(request, script, cluster)
     if request.whole_node and node_gpus and gpus < node_gpus:
-        _whole_node(script, request, cluster, node_gpus, notes)
+        _whole_node(script, request, cluster, share, node_gpus, notes)
         return
     if request.whole_node:
         return
-    _check_memory(script, request, cluster, notes)
-    _check_cpus(script, request, cluster, notes)
+    _check_memory(script, request, cluster, share, notes)
+    _check_cpus(script, request, cluster, share, notes)
 
 
-def _share_fix(cluster: Cluster, gpus: int) -> str:
-    return f"--mem={cluster.policy.memory_per_gpu_mb * gpus}M"
+def _memory_fix(share: Shares, gpus: int) -> str:
+    return f"--mem={share.least_memory_mb * gpus}M"
 
 
-def _cpus_fix(cluster: Cluster, request: Request) -> str:
-    per_task = max(1, cluster.policy.cpus_per_gpu * request.gpus_per_node // request.tasks_per_node)
+def _cpus_fix(share: Shares, request: Request) -> str:
+    per_task = max(1, share.least_cpus * request.gpus_per_node // request.tasks_per_node)
     return f"--cpus-per-task={per_task}"
 
 
-def _whole_node(script: Script, request: Request, cluster: Cluster, node_gpus: int, notes) -> None:
+def _whole_node(
+    script: Script, request: Request, cluster: Cluster, share: Shares, node_gpus: int, notes
+) -> None:
     how = [d for d in script.directives if d.option == "exclusive"]
     if request.memory_per_node_mb == 0:
         how.append(request.memory)
     rule = cluster.rule(Rule.MEMORY_PER_GPU)
-    share = _share_fix(cluster, request.gpus_per_node)
+    fix = _memory_fix(share, request.gpus_per_node)
     notes.append(
         Finding(
             "whole_node",
@@ -59,69 +99,70 @@ def _whole_node(script: Script, request: Request, cluster: Cluster, node_gpus: i
             "memory",
             severity=Severity.WASTES,
             lines=tuple(sorted({d.line for d in how})),
-            fix=f"Ask for the GPUs' share instead, {share}, and no --exclusive."
+            fix=f"Ask for the GPUs' share instead, {fix}, and no --exclusive."
             if rule
             else "Ask for the memory the job needs instead, and no --exclusive.",
             edits=drop_directives(script, ("exclusive",))
-            + set_directive(script, MEMORY_OPTIONS, share)
+            + set_directive(script, MEMORY_OPTIONS, fix)
             if rule
             else (),
         )
     )
 
 
-def _check_memory(script: Script, request: Request, cluster: Cluster, notes: list) -> None:
+def _check_memory(
+    script: Script, request: Request, cluster: Cluster, share: Shares, notes: list
+) -> None:
     rule = cluster.rule(Rule.MEMORY_PER_GPU)
     memory = request.memory_per_node_mb
     if rule is None or not memory:
         return
-    share = cluster.policy.memory_per_gpu_mb
-    per_gpu = memory / request.gpus_per_node
-    if per_gpu <= share * SHARE_TOLERANCE:
+    gpus = request.gpus_per_node
+    per_gpu = memory / gpus
+    if per_gpu <= share.most_memory_mb * SHARE_TOLERANCE:
         return
-    fix = _share_fix(cluster, request.gpus_per_node)
+    fix = _memory_fix(share, gpus)
     notes.append(
         Finding(
             "memory_over_share",
-            f"{request.memory} gives each of the job's {request.gpus_per_node} GPU"
-            f"{'s' if request.gpus_per_node > 1 else ''} {per_gpu:,.0f} MB of memory; "
-            f"{cluster.name} asks for at most {share:,}M per GPU. The rest of the node's memory "
-            "belongs to its other GPUs, which then cannot be given out, and the job waits longer.",
+            f"{request.memory} gives "
+            + (f"each of the job's {gpus} GPUs" if gpus > 1 else "the job's one GPU")
+            + f" {per_gpu:,.0f} MB of memory; {share.where} share is at most "
+            f"{share.most_memory_mb:,}M per GPU. The rest of the node's memory belongs to its "
+            "other GPUs, which then cannot be given out, and the job waits longer.",
             rule.source,
             "memory",
             severity=Severity.WASTES,
             lines=(request.memory.line,),
-            fix=f"Ask for {fix} ({share:,}M for "
-            + (
-                f"each of its {request.gpus_per_node} GPUs"
-                if request.gpus_per_node > 1
-                else "its GPU"
-            )
+            fix=f"Ask for {fix} ({share.least_memory_mb:,}M for "
+            + (f"each of its {gpus} GPUs" if gpus > 1 else "its GPU")
             + "), unless the program truly needs more.",
             edits=set_directive(script, MEMORY_OPTIONS, fix),
         )
     )
 
 
-def _check_cpus(script: Script, request: Request, cluster: Cluster, notes: list) -> None:
+def _check_cpus(
+    script: Script, request: Request, cluster: Cluster, share: Shares, notes: list
+) -> None:
     rule = cluster.rule(Rule.CPUS_PER_GPU)
     if rule is None:
         return
-    ratio = cluster.policy.cpus_per_gpu
-    per_gpu = request.cpus_per_node / request.gpus_per_node
+    gpus = request.gpus_per_node
+    per_gpu = request.cpus_per_node / gpus
     lines = tuple(d.line for d in script.directives if d.option in CPU_OPTIONS)
     lines = lines or (request.gpu_requests[-1].line,)
-    fix = _cpus_fix(cluster, request)
+    fix = _cpus_fix(share, request)
     if per_gpu < MIN_CPUS_PER_GPU:
         given = "asks for" if request.cpus_given else "gets (no --cpus-per-task: one per task)"
         notes.append(
             Finding(
                 "too_few_cpus",
                 f"The job {given} {request.cpus_per_node} CPU"
-                f"{'s' if request.cpus_per_node > 1 else ''} for {request.gpus_per_node} GPU"
-                f"{'s' if request.gpus_per_node > 1 else ''}: too few to load and decode the "
+                f"{'s' if request.cpus_per_node > 1 else ''} for {gpus} GPU"
+                f"{'s' if gpus > 1 else ''}: too few to load and decode the "
                 "data, so the GPUs wait for it. A PyTorch DataLoader wants as many workers as "
-                f"--cpus-per-task; {cluster.name} gives {ratio} CPUs per GPU.",
+                f"--cpus-per-task; {share.where} share is {share.least_cpus} CPUs per GPU.",
                 rule.source,
                 "cpus_per_task",
                 severity=Severity.WASTES,
@@ -131,19 +172,20 @@ def _check_cpus(script: Script, request: Request, cluster: Cluster, notes: list)
                 edits=set_directive(script, CPU_OPTIONS, fix),
             )
         )
-    elif per_gpu > ratio:
+    elif per_gpu > share.most_cpus:
         notes.append(
             Finding(
                 "too_many_cpus",
-                f"The job asks for {request.cpus_per_node} CPUs for {request.gpus_per_node} GPU"
-                f"{'s' if request.gpus_per_node > 1 else ''}, more than {cluster.name}'s "
-                f"{ratio} per GPU: the node's other GPUs are left short of CPUs, and the job "
-                "waits for a node with that many free.",
+                f"The job asks for {request.cpus_per_node} CPUs for {gpus} GPU"
+                f"{'s' if gpus > 1 else ''}, more than {share.where} {share.most_cpus} per "
+                "GPU: the node's other GPUs are left short of CPUs, and the job waits for a "
+                "node with that many free.",
                 rule.source,
                 "cpus_per_task",
                 severity=Severity.WASTES,
                 lines=lines,
-                fix=f"Ask for {fix} ({ratio} per GPU), unless the program truly needs more.",
+                fix=f"Ask for {fix} ({share.least_cpus} per GPU), unless the program truly "
+                "needs more.",
                 edits=set_directive(script, CPU_OPTIONS, fix),
             )
         )
