@@ -6,14 +6,15 @@ there would hold the whole node for a few of its GPUs. So the share is the clust
 the node type's own split where that is clearly smaller, each with the source that states it:
 the policy's own source for each figure of the ratio, the partition's for a node's split.
 CPUs also follow a node's split where it is clearly larger (Cedar's v100l nodes: 32 CPUs for 4
-GPUs, 8 each, where the ratio says 6): those CPUs are the GPU's, and nobody else can use them.
+GPUs, 8 each, where the ratio says 6): those CPUs are the GPU's, and nobody else can use them;
+but only where the node's hardware is published, not the portal's placeholders for it.
 Memory stays the documents' figure unless the node has clearly less: the documents' ratios are
 round figures a little over some nodes' exact split (Cedar's 32000M for 31250M), kept as written.
 """
 
 from dataclasses import dataclass
 
-from guidance.engine.sources import Source
+from guidance.engine.sources import PORTAL_PLACEHOLDERS, Source
 from guidance.engine.types import Cluster, Partition
 
 # A ratio within this of the node's split is the same share, rounded (32G and 32000M, too).
@@ -42,7 +43,10 @@ def gpu_share(cluster: Cluster, partition: Partition) -> GpuShare:
             f"fewer than {cluster.name}'s {policy.cpus_per_gpu} per GPU elsewhere."
         )
         cpus_source = partition.source
-    elif node_cpus > policy.cpus_per_gpu * SHARE_TOLERANCE:
+    elif (
+        node_cpus > policy.cpus_per_gpu * SHARE_TOLERANCE
+        and partition.source != PORTAL_PLACEHOLDERS
+    ):
         cpus = node_cpus
         cpus_reason = (
             f"{cpus} CPUs per GPU: {node} {partition.cpus_per_node} CPUs for {gpus} GPUs, "

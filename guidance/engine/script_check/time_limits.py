@@ -66,7 +66,7 @@ def check_time(script: Script, cluster: Cluster, notes: list[Note]) -> float | N
                 "over_max_duration",
                 f"--time={value} asks for {asked}, over {cluster.name}'s maximum job duration "
                 f"of {describe_hours(maximum)}: Slurm will not run it.",
-                cluster.source or sources.SBATCH_ELEMENTS,
+                cluster.max_hours_source or sources.SBATCH_ELEMENTS,
                 "time",
                 severity=Severity.FAILS,
                 lines=lines,
