@@ -12,7 +12,7 @@ def same_named(obj, dataclass: type, *, but: tuple[str, ...] = ("source",)) -> d
     return {f.name: getattr(obj, f.name) for f in fields(dataclass) if f.name not in but}
 
 
-POLICY_SOURCES = ("source", "cpus_source", "memory_source")
+POLICY_SOURCES = ("source", "cpus_source", "memory_source", "checkpoint_source")
 
 
 def _source(obj: models.Sourced, prefix: str = "") -> Source | None:
@@ -67,6 +67,7 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
                 source=_source(policy),
                 cpus_source=_source(policy, "cpus_"),
                 memory_source=_source(policy, "memory_"),
+                checkpoint_source=_source(policy, "checkpoint_"),
             )
             if policy
             else engine.Policy(cpus_source=PORTAL_DEFAULTS, memory_source=PORTAL_DEFAULTS)

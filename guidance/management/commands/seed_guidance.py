@@ -76,7 +76,8 @@ class Command(BaseCommand):
             same_named(facts.policy, Policy, but=POLICY_SOURCES)
             | _source(facts.policy.source)
             | _source(facts.policy.cpus_source, "cpus_")
-            | _source(facts.policy.memory_source, "memory_"),
+            | _source(facts.policy.memory_source, "memory_")
+            | _source(facts.policy.checkpoint_source, "checkpoint_"),
         )
         environment = facts.environment
         self._create(
