@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from guidance.citations import cite, known_documents
 from guidance.engine import sources
 from guidance.engine.storage import checkpoint_plan
 from guidance.engine.types import Cluster
@@ -114,12 +115,15 @@ def test_without_a_checkpoint_directory_they_go_with_the_results():
     assert 'CHECKPOINT_DIR="$RESULTS_DEST/checkpoints"\n' in text
 
 
-def test_the_composers_script_and_help_say_where_and_why(seeded):
+def test_the_composers_results_help_says_where_checkpoints_go_and_why(seeded):
     form = ComposeForm(_form_data("node-local", "chain", "1node", "pytorch-training-1gpu"))
     assert form.is_valid(), form.errors
     help_text = form.fields["results_dir"].help_text
     assert "Checkpoints go in $SCRATCH/checkpoints/<job name>: Narval's guidance" in help_text
-    assert "(004: Data / Folders/Filesystem)" in help_text or FEDERATION_NOTES[:3] in help_text
+    # The reason, then its source, as every other citation is labelled.
+    assert help_text.endswith(
+        f"to the results. ({cite(sources.STORAGE_AREAS, known_documents()).label})"
+    )
 
     processing = ComposeForm(_form_data("local-scratch", "chain", "1node", "inference"))
     assert processing.is_valid(), processing.errors
