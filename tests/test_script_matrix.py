@@ -467,11 +467,12 @@ def matrix(request, devcluster, rendered) -> Iterator[dict[str, Ran]]:
 
 def _selected(request) -> set[str]:
     """The cases pytest will run (after -k): only their jobs are submitted."""
-    return {
-        item.callspec.params["name"]
-        for item in request.session.items
-        if item.module is request.module and hasattr(item, "callspec")
-    }
+    names = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module is request.module and "name" in params:
+            names.add(params["name"])
+    return names
 
 
 def _print_table(rendered, ids: dict[str, str], rows: dict[str, tuple[str, str]]) -> None:
