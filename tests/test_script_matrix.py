@@ -13,6 +13,7 @@ that the node-local copies are gone. Each script passes shellcheck.
 Only the cases pytest selects are submitted: `-k "narval and chain"` runs those jobs alone.
 """
 
+import collections
 import hashlib
 import io
 import json
@@ -446,7 +447,8 @@ def matrix(request, devcluster, rendered) -> Iterator[dict[str, Ran]]:
     ids = dict(line.split() for line in answer.stdout.splitlines())
     submitted += ids.values()
     _interrupt(devcluster, rendered, ids, run)
-    rows = _wait(devcluster, list(ids.values()), timeout=600)
+    parts = {job_id: 2 if rendered[name][0].chain else 1 for name, job_id in ids.items()}
+    rows = _wait(devcluster, parts, timeout=600)
     print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
     _print_table(rendered, ids, rows)
 
@@ -528,7 +530,10 @@ def _gone(devcluster, path: str, nodes=("a100-1", "a100-2"), seconds: float = 20
     return True
 
 
-def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, str]]:
+def _wait(devcluster, parts: dict[str, int], timeout: float) -> dict[str, tuple[str, str]]:
+    """Until every job has ended, each part of a chain: slurmdbd records them asynchronously,
+    so a fast chain's last part may be listed before its first."""
+    ids = list(parts)
     deadline = time.monotonic() + timeout
     while True:
         answer = devcluster.ssh(
@@ -538,9 +543,11 @@ def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, st
         for line in answer.stdout.splitlines():
             job, state, exit_code = line.split("|")
             rows[job] = (state.split()[0], exit_code)
-        done = {job.split("_")[0] for job, (state, _) in rows.items() if state in FINAL}
+        ended = collections.Counter(
+            job.split("_")[0] for job, (state, _) in rows.items() if state in FINAL
+        )
         waiting = [job for job, (state, _) in rows.items() if state not in FINAL]
-        if not waiting and done >= set(ids):
+        if not waiting and all(ended[job] >= count for job, count in parts.items()):
             return rows
         if time.monotonic() > deadline:
             pytest.fail(f"jobs still not done after {timeout} s: {waiting}")
