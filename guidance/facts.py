@@ -12,7 +12,7 @@ def same_named(obj, dataclass: type, *, but: tuple[str, ...] = ("source",)) -> d
     return {f.name: getattr(obj, f.name) for f in fields(dataclass) if f.name not in but}
 
 
-POLICY_SOURCES = ("source", "cpus_source", "memory_source", "max_hours_source")
+POLICY_SOURCES = ("source", "cpus_source", "memory_source", "max_hours_source", "checkpoint_source")
 
 
 def _source(obj: models.Sourced, prefix: str = "") -> Source | None:
@@ -70,6 +70,7 @@ def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
                 cpus_source=_source(policy, "cpus_"),
                 memory_source=_source(policy, "memory_"),
                 max_hours_source=_source(policy, "max_hours_"),
+                checkpoint_source=_source(policy, "checkpoint_"),
             )
             if policy
             else engine.Policy(cpus_source=PORTAL_DEFAULTS, memory_source=PORTAL_DEFAULTS)

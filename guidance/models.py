@@ -284,9 +284,34 @@ class Policy(Sourced):
                 "Letters, digits, '_./-' and variables ($PROJECT) only.",
             )
         ],
-        help_text="Where results and checkpoints go unless the user says otherwise, as jobs "
-        "see it (e.g. $PROJECT/results): it starts with $HOME or a variable of the job "
-        "environment. Empty where the site publishes none: users then enter their own.",
+        help_text="Where results go unless the user says otherwise, as jobs see it (e.g. "
+        "$PROJECT/results): it starts with $HOME or a variable of the job environment. Empty "
+        "where the site publishes none: users then enter their own. Checkpoints go there too "
+        "unless a checkpoint directory is set.",
+    )
+    checkpoint_dir = models.CharField(
+        "checkpoint directory",
+        max_length=255,
+        blank=True,
+        validators=[
+            RegexValidator(
+                rf"\A{SAFE_PATH.pattern}\Z",
+                "Letters, digits, '_./-' and variables ($SCRATCH) only.",
+            )
+        ],
+        help_text="Where checkpoints go, as jobs see it (e.g. $SCRATCH/checkpoints): each job "
+        "keeps them in a folder there named by its job name, the same for every part of a "
+        "chain. Empty: with the results, in their checkpoints folder.",
+    )
+    checkpoint_source_document = models.CharField(
+        "checkpoint directory: source document",
+        max_length=200,
+        blank=True,
+        help_text="Where the checkpoint directory (or keeping checkpoints with the results) "
+        "comes from.",
+    )
+    checkpoint_source_section = models.CharField(
+        "checkpoint directory: section", max_length=200, blank=True
     )
     # The CPUs and the memory per GPU are cited on their own: one section rarely states both.
     cpus_source_document, cpus_source_section = source_fields(

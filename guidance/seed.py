@@ -134,7 +134,10 @@ PROCESSING = SeedCluster(
         # 000 gives no CPUs or memory per GPU: the portal's defaults (002's suggestions for one
         # GPU) stand in. 000 keeps training artifacts in the project data folders but names no
         # path for them: no default results directory. 000 copies training data to the node's
-        # SSD before training, whatever its size.
+        # SSD before training, whatever its size. 000 says nothing of checkpoints, and its scratch
+        # (/processing/, $SCRATCH) is the one node's disk and may be wiped when it fills: a
+        # chain's next part may run on another node, and a wiped checkpoint cannot be resumed
+        # from. So checkpoints stay with the results (no checkpoint directory), for that reason.
         policy=Policy(
             cpus_per_gpu=6,
             memory_per_gpu_mb=32000,
@@ -143,6 +146,7 @@ PROCESSING = SeedCluster(
             cpus_source=sources.PORTAL_DEFAULTS,
             memory_source=sources.PORTAL_DEFAULTS,
             max_hours_source=sources.PORTAL_PLACEHOLDERS,
+            checkpoint_source=sources.PROCESSING_SCRATCH,
         ),
         # 000: $SCRATCH is /processing/<user> on the node; no SLURM_TMPDIR, no modules named.
         environment=JobEnvironment(
@@ -262,6 +266,9 @@ FEDERATION_JOB_ENVIRONMENT = JobEnvironment(
 
 
 FEDERATION_RESULTS_DIR = "$PROJECT/results"
+# 004 keeps checkpoint files on scratch (temporary files of intensive I/O), as 002's chain example
+# does (~/scratch/checkpoints/<run>): a folder per job name there, shared by a chain's parts.
+FEDERATION_CHECKPOINT_DIR = "$SCRATCH/checkpoints"
 
 # What the federation's documents ask of every job script; the processing cluster's (000) asks
 # none of these, so the checker does not hold its scripts to them.
@@ -313,6 +320,8 @@ def _federation(
                 # 004: home for code and small files (50 GB); datasets and what jobs keep in
                 # the group's project space, which jobs reach as $PROJECT.
                 results_dir=FEDERATION_RESULTS_DIR,
+                checkpoint_dir=FEDERATION_CHECKPOINT_DIR,
+                checkpoint_source=sources.STORAGE_AREAS,
                 source=sources.STORAGE_AREAS,
                 cpus_source=cpus_per_gpu.source,
                 memory_source=memory_per_gpu_mb.source,

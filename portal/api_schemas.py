@@ -11,7 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from guidance import engine, models
 from guidance.engine.sources import Source
-from guidance.engine.types import Recommendation, Step
+from guidance.engine.types import CheckpointPlan, Recommendation, Step
 from jobs.compose.forms import BUILD_ON_NODE, ENVIRONMENTS
 
 # --- Errors ------------------------------------------------------------------------------
@@ -113,6 +113,16 @@ class TierOut(Schema):
     path: str
 
 
+class CheckpointsOut(Schema):
+    folder: str = Field(
+        description="Where the job keeps its checkpoints, as a path starts in jobs: a folder "
+        "named by the job (<job name>), the same for every part of a chain, or the results' "
+        "checkpoints folder."
+    )
+    reason: str
+    source: str | None
+
+
 class StorageOut(Schema):
     kind: engine.Placement = Field(description="Where the job reads its data from.")
     archive: bool = Field(description="Pack the many small files into one archive first.")
@@ -126,6 +136,7 @@ class StorageOut(Schema):
     staging: list[StepOut]
     copy_back: StepOut | None
     cleanup: StepOut | None
+    checkpoints: CheckpointsOut
 
 
 class GpuOut(Schema):
@@ -195,6 +206,16 @@ def _step(step: Step | None) -> dict[str, Any] | None:
     }
 
 
+def _checkpoints(plan: CheckpointPlan | None, results_dir: str) -> dict[str, Any] | None:
+    if plan is None:
+        return None
+    return {
+        "folder": plan.folder("<job name>", results_dir.rstrip("/") or "<results directory>"),
+        "reason": plan.reason,
+        "source": _source(plan.source),
+    }
+
+
 def recommendation_out(rec: Recommendation) -> dict[str, Any]:
     storage, choice, resources = rec.storage, rec.choice, rec.resources
     # recommend() fills all three whenever it finds no error, and plan_job() lets none through.
@@ -220,6 +241,7 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
             "staging": [_step(s) for s in storage.staging],
             "copy_back": _step(storage.copy_back),
             "cleanup": _step(storage.cleanup),
+            "checkpoints": _checkpoints(storage.checkpoints, rec.spec.results_dir),
         },
         "partition": choice.partition.name,
         "gpu": {
@@ -285,7 +307,8 @@ class ScriptIn(JobIn):
     results_dir: str = Field(
         "",
         max_length=1000,
-        description="Persistent storage for results and checkpoints; when left out, the "
+        description="Persistent storage for results (and for checkpoints where the cluster "
+        "keeps them with the results: storage.checkpoints says); when left out, the "
         "cluster's published results directory (an error names where the documents keep "
         "results when the cluster publishes none).",
     )

@@ -129,6 +129,7 @@ def main() -> None:
         "slurm_tmpdir": env.get("SLURM_TMPDIR"),
         "probe_module": probe_module(),
         "resumed_from": pathlib.Path(last).read_text() if last else "",
+        "last_checkpoint": last,
         "rank": rank,
         "met": met,
         "rendezvous": {name: env.get(name) for name in ("MASTER_ADDR", "NNODES", "WORLD_SIZE")},

@@ -296,12 +296,17 @@ def test_what_the_user_wrote_reaches_the_job(seeded, data):
     wanted = {"DATA_SOURCE": data["data_path"], "RESULTS_DEST": data["results_dir"]}
     if data["environment"] == "venv":
         wanted["VENV"] = data["environment_path"]
-    got = _values(script, env, list(wanted))
+    got = _values(script, env, [*wanted, "CHECKPOINT_DIR"])
     # processing's $SCRATCH is the script's own fallback, not the job's: expand it the same way.
     site = dict(rec.cluster.environment.variables)
     env = env | {k: _expanded(v, env) for k, v in site.items() if v and k not in env}
     for name, path in wanted.items():
         assert got[name] == _expanded(path, env), (name, path)
+    # Checkpoints where the site's documents put them (scratch on the federation, by job name so
+    # that every part of a chain finds them), else with the results.
+    folder = rec.cluster.policy.checkpoint_dir
+    expected = f"{_expanded(folder, env)}/reach" if folder else f"{got['RESULTS_DEST']}/checkpoints"
+    assert got["CHECKPOINT_DIR"] == expected
 
     if data["modules"]:
         assert f"module load {data['modules']}\n" in script

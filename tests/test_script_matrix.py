@@ -6,9 +6,14 @@ files and submitted with sbatch over the dev cluster's sshd; only what the dev c
 (partition, account, GPU type, CPUs, memory, time) is overridden on sbatch's command line. All
 jobs are submitted at once and run concurrently; each case then asserts what a user would check:
 the job's end state, that the program read the staged data (checksums), that results and
-checkpoints arrived, and that the node-local copies are gone. Each script passes shellcheck.
+checkpoints arrived where the site keeps them (on the Alliance sites results in $PROJECT and
+checkpoints in $SCRATCH/checkpoints/<job name>, 004; elsewhere checkpoints with the results), and
+that the node-local copies are gone. Each script passes shellcheck.
+
+Only the cases pytest selects are submitted: `-k "narval and chain"` runs those jobs alone.
 """
 
+import collections
 import hashlib
 import io
 import json
@@ -49,13 +54,17 @@ class Site:
     data_root: str  # as the user writes it
     results_root: str
     real: dict[str, str]  # the variables those paths start with, as the site sets them
+    # Where the seeded guidance keeps checkpoints, as the job sees it: a folder per job name
+    # there; "" with the results.
+    checkpoint_root: str = ""
 
 
 ALLIANCE = Site(
     "site-alliance",
     "$PROJECT",
-    "$SCRATCH",
+    "$PROJECT",
     {"PROJECT": "/project/portal", "SCRATCH": f"/scratch/{USER}"},
+    "$SCRATCH/checkpoints",
 )
 SITES = {
     "narval": ALLIANCE,
@@ -226,6 +235,19 @@ def _real(site: Site, path: str) -> pathlib.Path:
     return pathlib.Path(path.replace("$HOME", str(HOME)))
 
 
+def _job_name(case: Case) -> str:
+    return f"m-{case.name}"[:64]
+
+
+def _checkpoints(case: Case, results: pathlib.Path) -> pathlib.Path:
+    """Where the case's checkpoints must be: the site's checkpoint folder for its job name, the
+    same for every part of a chain, or the results' own."""
+    site = SITES[case.site]
+    if site.checkpoint_root:
+        return _real(site, f"{site.checkpoint_root}/{_job_name(case)}")
+    return results / "checkpoints"
+
+
 # --- the scripts, as the composer writes them ----------------------------------------------------
 
 
@@ -241,7 +263,7 @@ def _form(case: Case, run: str, wheel: str) -> dict:
     data_name, file_count = SHAPES[case.shape]
     data = {
         "cluster": case.site,
-        "job_name": f"m-{case.name}"[:64],
+        "job_name": _job_name(case),
         "account": "portal",
         "workload": "training",
         "dataset_gb": str(case.gb or PLACEMENTS[case.placement]),
@@ -331,18 +353,40 @@ class Ran:
     rows: dict  # "<id>" or "<id>_<task>" -> (state, exit code)
     results: pathlib.Path
     stderr: str
+    checkpoints: pathlib.Path
 
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"}
 
 
 @pytest.fixture(scope="module")
-def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
+def matrix(request, devcluster, rendered) -> Iterator[dict[str, Ran]]:
+    selected = _selected(request)
+    rendered = {name: value for name, value in rendered.items() if name in selected}
     for tool in ("shellcheck", "zip"):
         if shutil.which(tool) is None:
             service_missing(f"{tool} is not installed (scripts/install-test-deps installs it)")
     run = f"matrix-{uuid.uuid4().hex[:8]}"
     roots = {HOME / run, pathlib.Path("/project/portal") / run, pathlib.Path("/scratch", USER, run)}
+    # Named by the job, as a chain's parts find them: an earlier run's would be resumed from.
+    checkpoint_dirs = {
+        _checkpoints(case, HOME)
+        for case, _, _ in rendered.values()
+        if SITES[case.site].checkpoint_root
+    }
+    for folder in checkpoint_dirs:
+        shutil.rmtree(folder, ignore_errors=True)
+    submitted: list[str] = []
+
+    def clean_up() -> None:
+        # Also after a failure: no job of this run keeps the nodes, no data set is left behind
+        # (the machine is kept between sessions and CI runs).
+        if submitted:
+            devcluster.ssh(f"scancel {' '.join(submitted)}")
+        for root in roots | checkpoint_dirs:
+            shutil.rmtree(root, ignore_errors=True)
+
+    request.addfinalizer(clean_up)
     for root in roots:
         root.mkdir(parents=True)
     expected = _make_data(HOME / run / "data")
@@ -401,8 +445,10 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
     answer = devcluster.ssh(f"bash {scripts_dir}/submit.sh", timeout=120)
     assert answer.returncode == 0, answer.stderr
     ids = dict(line.split() for line in answer.stdout.splitlines())
+    submitted += ids.values()
     _interrupt(devcluster, rendered, ids, run)
-    rows = _wait(devcluster, list(ids.values()), timeout=600)
+    parts = {job_id: 2 if rendered[name][0].chain else 1 for name, job_id in ids.items()}
+    rows = _wait(devcluster, parts, timeout=600)
     print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
     _print_table(rendered, ids, rows)
 
@@ -414,12 +460,21 @@ def matrix(devcluster, rendered) -> Iterator[dict[str, Ran]]:
         stderr = "".join(
             path.read_text() for path in (HOME / composed.spec.job_dir).glob(f"slurm-{job_id}*.err")
         )
-        ran[name] = Ran(case, texts[name], job_id, mine, results, stderr)
+        ran[name] = Ran(
+            case, texts[name], job_id, mine, results, stderr, _checkpoints(case, results)
+        )
     ran["expected"] = expected  # type: ignore[assignment]
     yield ran
-    # The machine is kept between sessions and CI runs: leave no data set behind.
-    for root in roots:
-        shutil.rmtree(root, ignore_errors=True)
+
+
+def _selected(request) -> set[str]:
+    """The cases pytest will run (after -k): only their jobs are submitted."""
+    names = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module is request.module and "name" in params:
+            names.add(params["name"])
+    return names
 
 
 def _print_table(rendered, ids: dict[str, str], rows: dict[str, tuple[str, str]]) -> None:
@@ -441,7 +496,8 @@ def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
     send USR1 to each "usr1" case's batch shell (as --signal=B: does) while it builds its
     virtualenv, before the program has started."""
     waiting = {name for name, (case, _, _) in rendered.items() if case.ending in {"cancel", "usr1"}}
-    deadline = time.monotonic() + 300
+    # As long as _wait waits: on a shared dev cluster a job may queue for minutes first.
+    deadline = time.monotonic() + 600
     while waiting and time.monotonic() < deadline:
         for name in sorted(waiting):
             case, job_id = rendered[name][0], ids[name]
@@ -474,7 +530,10 @@ def _gone(devcluster, path: str, nodes=("a100-1", "a100-2"), seconds: float = 20
     return True
 
 
-def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, str]]:
+def _wait(devcluster, parts: dict[str, int], timeout: float) -> dict[str, tuple[str, str]]:
+    """Until every job has ended, each part of a chain: slurmdbd records them asynchronously,
+    so a fast chain's last part may be listed before its first."""
+    ids = list(parts)
     deadline = time.monotonic() + timeout
     while True:
         answer = devcluster.ssh(
@@ -484,9 +543,11 @@ def _wait(devcluster, ids: list[str], timeout: float) -> dict[str, tuple[str, st
         for line in answer.stdout.splitlines():
             job, state, exit_code = line.split("|")
             rows[job] = (state.split()[0], exit_code)
-        done = {job.split("_")[0] for job, (state, _) in rows.items() if state in FINAL}
+        ended = collections.Counter(
+            job.split("_")[0] for job, (state, _) in rows.items() if state in FINAL
+        )
         waiting = [job for job, (state, _) in rows.items() if state not in FINAL]
-        if not waiting and done >= set(ids):
+        if not waiting and all(ended[job] >= count for job, count in parts.items()):
             return rows
         if time.monotonic() > deadline:
             pytest.fail(f"jobs still not done after {timeout} s: {waiting}")
@@ -510,7 +571,7 @@ def _check_every_node(ran: Ran, probes: list[dict]) -> None:
     assert (ran.results / "node-1" / "node.txt").read_text() == second
     if ran.case.ending == "cancel":  # copied whole although a signal came in the middle
         assert (ran.results / "node-1" / "model.bin").stat().st_size == MODEL_BYTES
-    checkpoints = {path.name for path in (ran.results / "checkpoints").glob("node-*.txt")}
+    checkpoints = {path.name for path in ran.checkpoints.glob("node-*.txt")}
     assert checkpoints == {f"node-{first}.txt", f"node-{second}.txt"}
 
 
@@ -560,11 +621,21 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
     # Results came back to persistent storage, a checkpoint per part, each part resuming.
     for part in range(1, parts + 1) if case.chain else [0]:
         assert (ran.results / f"result-{part}.txt").read_text() == expected[case.shape]
-    checkpoints = ran.results / "checkpoints"
+    checkpoints = ran.checkpoints
+    site = SITES[case.site]
+    if site.checkpoint_root:  # on scratch, named by the job; none with the results
+        assert f'CHECKPOINT_DIR="$SCRATCH"/checkpoints/{_job_name(case)}\n' in ran.script
+        assert checkpoints.is_relative_to(site.real["SCRATCH"]), checkpoints
+        assert not (ran.results / "checkpoints").exists(), "checkpoints went to the results"
+    else:
+        assert 'CHECKPOINT_DIR="$RESULTS_DEST/checkpoints"\n' in ran.script
+    assert (checkpoints / f"part-{1 if case.chain else 0}.ckpt").read_text().startswith("part ")
     if case.chain:
         assert sorted(p.name for p in checkpoints.iterdir()) == ["part-1.ckpt", "part-2.ckpt"]
         second = next(p for p in probes if p["resumed_from"])
         assert second["resumed_from"] == "part 1"
+        # The second part found the first's checkpoint in the folder they share.
+        assert second["last_checkpoint"] == str(checkpoints / "part-1.ckpt")
         # Part 2's older copy of a result did not overwrite part 1's newer one.
         assert (ran.results / "shared.txt").read_text() == "from part 1"
     if case.nodes > 1:

@@ -8,6 +8,7 @@ from guidance.engine.notes import Notes, describe_bytes, describe_gb
 from guidance.engine.shell import split_path
 from guidance.engine.sources import Source
 from guidance.engine.types import (
+    CheckpointPlan,
     Cluster,
     DataKind,
     JobSpec,
@@ -162,6 +163,7 @@ def plan_storage(
             results_tier=results_tier,
             data_kind=kind,
             work_tier=node_local,  # for a virtualenv built in the job, wherever the data is read
+            checkpoints=checkpoint_plan(cluster),
         )
     stage_tier = node_local or cluster.tier(TierKind.MEMORY)
     return StoragePlan(
@@ -176,6 +178,7 @@ def plan_storage(
         results_tier=results_tier,
         data_kind=kind,
         work_tier=stage_tier,
+        checkpoints=checkpoint_plan(cluster),
     )
 
 
@@ -375,12 +378,14 @@ def _check_results(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
     if tier is None:
         return
     source = tier.source or sources.STORAGE_AREAS
+    # Where the site keeps checkpoints elsewhere (checkpoint_plan), the results go alone.
+    kept = "results" if cluster.policy.checkpoint_dir else "results and checkpoints"
     if tier.kind in (TierKind.NODE_LOCAL, TierKind.MEMORY):  # on the node, not shared storage
         notes.warn(
             "results_not_persistent",
             f"{spec.results_dir} is on {tier.name}{_where(tier)}, on the node itself: "
-            f"{tier.purge_policy or 'its files may be removed at any time.'} Write results "
-            "and checkpoints to persistent shared storage.",
+            f"{tier.purge_policy or 'its files may be removed at any time.'} Write {kept} to "
+            "persistent shared storage.",
             source,
             "results_dir",
         )
@@ -391,7 +396,7 @@ def _check_results(spec: JobSpec, cluster: Cluster, notes: Notes) -> None:
         notes.warn(
             "results_small_quota",
             f"{spec.results_dir} is on {tier.name}{quota}: a small space, meant for code and "
-            "small files, which checkpoints fill quickly. Write results and checkpoints to "
+            f"small files, which large {kept} fill quickly. Write them to "
             f"{cluster.policy.results_dir or 'project or scratch storage'} instead.",
             source,
             "results_dir",
@@ -460,6 +465,36 @@ def results_default(cluster: Cluster) -> tuple[str, str, Source | None]:
             project.source,
         )
     return "", f"{cluster.name} publishes no results directory: enter yours.", None
+
+
+def checkpoint_plan(cluster: Cluster) -> CheckpointPlan:
+    """Where the job's checkpoints go: the folder the site's guidance keeps checkpoint files in
+    (e.g. scratch, 004), one per job name so that every part of a chain finds the last one; else
+    the results' own checkpoints folder, which outlives the job."""
+    policy = cluster.policy
+    root = policy.checkpoint_dir.rstrip("/")
+    if root:
+        tier = tier_of_path(cluster, root)
+        on = tier.name if tier else root
+        reason = (
+            f"{cluster.name}'s guidance keeps checkpoint files on {on}, apart from the results. "
+            "Named by the job, the folder is the same for every part of a chain, so each part "
+            "resumes from the last checkpoint."
+        )
+        if tier is not None and not tier.persistent:
+            reason += (
+                f" {tier.name} is not kept for good: copy the checkpoint you want to keep to the "
+                "results."
+            )
+        source = policy.checkpoint_source or (tier.source if tier else None) or policy.source
+        return CheckpointPlan(root, reason, source, tier)
+    reason = f"{cluster.name} names no place of their own for checkpoints"
+    node_local = cluster.tier(TierKind.NODE_LOCAL)
+    if node_local is not None and not node_local.per_job and not node_local.persistent:
+        # One node's disk, wiped when it fills: the next part of a chain may run elsewhere.
+        reason += f", and its node-local storage{_where(node_local)} is one node's and may be wiped"
+    reason += ": they stay with the results, which outlive the job."
+    return CheckpointPlan("", reason, policy.checkpoint_source or policy.source)
 
 
 def _where(tier: StorageTier) -> str:

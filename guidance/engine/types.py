@@ -177,9 +177,14 @@ class Policy:
     memory_source: Source | None = None
     # Where the cluster's maximum job duration (Cluster.max_hours) is stated.
     max_hours_source: Source | None = None
-    # Where results and checkpoints go unless the user says otherwise, as a path starts in jobs
-    # ($PROJECT/results); "" where the site publishes none.
+    # Where results go unless the user says otherwise, as a path starts in jobs
+    # ($PROJECT/results); "" where the site publishes none. Checkpoints too, without checkpoint_dir.
     results_dir: str = ""
+    # Where checkpoints go, as a path starts in jobs ($SCRATCH/checkpoints): each job keeps them in
+    # a folder there named by its job name, which every part of a chain shares. "" : with the
+    # results ($RESULTS_DEST/checkpoints).
+    checkpoint_dir: str = ""
+    checkpoint_source: Source | None = None
 
 
 @dataclass(frozen=True)
@@ -319,7 +324,7 @@ class JobSpec:
     builds_environment: bool = False
     command: str = ""  # as the user wrote it: it tells how the program starts (launch.py)
     launch: Launch | None = None  # None: told from the command
-    results_dir: str = ""  # where results and checkpoints go, as the user wrote it
+    results_dir: str = ""  # where results go, as the user wrote it
     overrides: Overrides = Overrides()
 
 
@@ -347,6 +352,20 @@ class Step:
 
 
 @dataclass(frozen=True)
+class CheckpointPlan:
+    """Where the job's checkpoint files go, why, and on whose advice."""
+
+    root: str  # the job's folder is root/<job name>; "": the results' own checkpoints folder
+    reason: str
+    source: Source | None = None
+    tier: StorageTier | None = None
+
+    def folder(self, job_name: str, results: str = "$RESULTS_DEST") -> str:
+        """The job's checkpoint folder, as a path starts in jobs."""
+        return f"{self.root}/{job_name}" if self.root else f"{results}/checkpoints"
+
+
+@dataclass(frozen=True)
 class StoragePlan:
     placement: Placement
     tier: StorageTier | None
@@ -362,6 +381,7 @@ class StoragePlan:
     # Holds the job's own folder on the node, should it keep one (the staged data, a virtualenv
     # built in the job); None, or a tier without a path: the node's own /tmp.
     work_tier: StorageTier | None = None
+    checkpoints: CheckpointPlan | None = None
 
     @property
     def staged(self) -> bool:

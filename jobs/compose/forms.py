@@ -11,7 +11,8 @@ from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
 from guidance.engine.shell import MODULE_NAME, variables_in
 from guidance.engine.slurm_time import parse_seconds
-from guidance.engine.storage import results_default
+from guidance.engine.sources import Source
+from guidance.engine.storage import checkpoint_plan, results_default
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
@@ -72,6 +73,10 @@ def _name_field(label: str, **kw) -> forms.CharField:
     )
 
 
+def _cited(source: Source | None) -> str:
+    return f" ({cite(source, known_documents()).label})" if source else ""
+
+
 class ComposeForm(AdviceForm):
     cluster = ClusterChoiceField()
     job_name = _name_field("Job name", initial="train")
@@ -96,7 +101,7 @@ class ComposeForm(AdviceForm):
         label="Results directory",
         required=False,  # the cluster's default fills it; clean() says why when there is none
         max_length=1000,
-        help_text="Persistent storage for results and checkpoints.",
+        help_text="Persistent storage for results.",
     )
     # The results directory the page last offered as the cluster's default: while the field
     # still holds it, the user has not typed their own, and it follows the chosen cluster.
@@ -265,12 +270,18 @@ class ComposeForm(AdviceForm):
         """The cluster's default results directory, with why and on whose advice in the help."""
         if cluster is None:
             return ""
-        default, why, source = results_default(cluster_facts(cluster))
+        facts = cluster_facts(cluster)
+        default, why, source = results_default(facts)
         self.results_default_reason = why
-        cited = cite(source, known_documents()).label if source else ""
+        checkpoints = checkpoint_plan(facts)
+        where = (
+            f"in {checkpoints.root}/<job name>"
+            if checkpoints.root
+            else "in the results' checkpoints folder"
+        )
         self.fields["results_dir"].help_text = (
-            f"Persistent storage for results and checkpoints. {why}"
-            + (f" ({cited})" if cited else "")
+            f"Persistent storage for results. {why}{_cited(source)} Checkpoints go {where}: "
+            f"{checkpoints.reason}{_cited(checkpoints.source)}"
         )
         return default
 

@@ -93,6 +93,7 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         python_module=environment.python_module if environment.modules else "",
         python_builder=environment.python_builder,
         results_dest=data["results_dir"],
+        checkpoint_root=storage.checkpoints.root if storage.checkpoints else "",
         command=data["command"],
         staging=tuple(_stage(s) for s in storage.staging),
         copy_back=_stage(storage.copy_back) if storage.copy_back else None,
@@ -103,9 +104,18 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
                 ("Data", storage.reason),
                 ("GPU", choice.reason),
                 *([("Chain", chain.reason)] if chain else []),
+                *_checkpoints(storage, data["job_name"], rec.spec.checkpointing),
             ]
         ),
     )
+
+
+def _checkpoints(storage: engine.types.StoragePlan, job_name: str, checkpointing: bool) -> list:
+    """Where a checkpointing job keeps its checkpoints, and why, for the script's header."""
+    plan = storage.checkpoints
+    if plan is None or not checkpointing:
+        return []
+    return [("Checkpoints", f"in {plan.folder(job_name)}. {plan.reason}")]
 
 
 def _stage(step: engine.types.Step) -> Stage:

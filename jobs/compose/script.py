@@ -154,7 +154,8 @@ def _site(spec: ScriptSpec) -> list[str]:
 
 
 def _variables_needed(spec: ScriptSpec) -> set[str]:
-    paths = [spec.data_source, spec.results_dest, spec.venv, spec.requirements]
+    paths = [spec.data_source, spec.results_dest, spec.checkpoint_root]
+    paths += [spec.venv, spec.requirements]
     if _uses_work_dir(spec):
         paths.append(spec.stage_root)
     return {name for path in paths if path for name in variables_in(path)}
@@ -187,9 +188,17 @@ def _values(spec: ScriptSpec) -> list[str]:
         *([f"REQUIREMENTS={shell_path(spec.requirements)}"] if spec.requirements else []),
         *folders,
         f"DATA_PATH={_data_path(spec)}",
-        'CHECKPOINT_DIR="$RESULTS_DEST/checkpoints"',
+        f"CHECKPOINT_DIR={_checkpoint_dir(spec)}",
         "export DATA_SOURCE DATA_PATH RESULTS_DEST STAGE_DIR RESULTS_DIR CHECKPOINT_DIR",
     ]
+
+
+def _checkpoint_dir(spec: ScriptSpec) -> str:
+    """The site's checkpoint folder for this job name, the same for every part of a chain; or
+    the results' own."""
+    if spec.checkpoint_root:
+        return shell_path(f"{spec.checkpoint_root.rstrip('/')}/{spec.job_name}")
+    return '"$RESULTS_DEST/checkpoints"'
 
 
 # What the data must be for the plan, as `test` asks it, and what to say when it is not.

@@ -77,6 +77,9 @@ class ScriptSpec:
     python_module: str = ""
     python_builder: PythonBuilder = PythonBuilder.VENV
     results_dest: str = ""
+    # Where checkpoints go ($SCRATCH/checkpoints): the job's folder there is named by the job, so
+    # that every part of a chain finds it. "": with the results ($RESULTS_DEST/checkpoints).
+    checkpoint_root: str = ""
     staging: tuple[Stage, ...] = ()
     copy_back: Stage | None = None
     cleanup: Stage | None = None  # removes the job's folder on the node (the plan says when)
@@ -99,6 +102,12 @@ class ScriptSpec:
         for module in (*self.modules, *filter(None, [self.python_module])):
             _match(MODULE_NAME, module, "modules", f"'{module}' is not a module name.")
         _match(SAFE_PATH, self.stage_root, "cluster", "The storage path published is not usable.")
+        _match(
+            SAFE_PATH,
+            self.checkpoint_root,
+            "cluster",
+            "The checkpoint directory published is not usable.",
+        )
         for name, value in self.site_variables:
             _match(VARIABLE_NAME, name, "cluster", "The job environment published is not usable.")
             _match(SAFE_PATH, value, "cluster", "The job environment published is not usable.")
@@ -113,7 +122,7 @@ class ScriptSpec:
         if self.staging and not self.data_source.strip():
             raise ScriptError("data_path", "Enter the data path: the job copies it to the node.")
         if not self.results_dest.strip():
-            raise ScriptError("results_dir", "Enter where results and checkpoints should go.")
+            raise ScriptError("results_dir", "Enter where results should go.")
 
 
 def _match(pattern: re.Pattern, value: str, field: str, message: str) -> None:

@@ -77,7 +77,8 @@ class Command(BaseCommand):
             | _source(facts.policy.source)
             | _source(facts.policy.cpus_source, "cpus_")
             | _source(facts.policy.memory_source, "memory_")
-            | _source(facts.policy.max_hours_source, "max_hours_"),
+            | _source(facts.policy.max_hours_source, "max_hours_")
+            | _source(facts.policy.checkpoint_source, "checkpoint_"),
         )
         environment = facts.environment
         self._create(
