@@ -109,6 +109,9 @@ class Case:
     # on disk stays small): ImageNet is 200 GB in 1,281,167 files.
     gb: float | None = None
     files: int | None = None
+    # plain | variables: the data path names $USER further on and the results folder ${USER}
+    # and a space, as users write them (every variable is the job's, wherever it stands).
+    paths: str = "plain"
 
     @property
     def expected(self) -> str:
@@ -124,6 +127,7 @@ class Case:
         parts += [f"{self.gb:g}gb{self.files}f"] if self.files else []
         parts += [self.launch] if self.launch != "portal" else []
         parts += ["chain"] if self.chain else []
+        parts += ["variables"] if self.paths == "variables" else []
         parts += [self.ending] if self.ending != "ok" else []
         return "-".join(parts).replace(".", "")
 
@@ -178,6 +182,7 @@ CASES = [
     *(Case(site, shape, gb=50, files=500_000) for site in PROFILES for shape in ("tar", "shards")),
     # ImageNet where the node type publishes room for it: extracted there all the same.
     Case("local", "tar", gb=200, files=1_281_167),
+    *(Case(site, "large-folder", chain=True, paths="variables") for site in ("narval", "local")),
 ]
 
 
@@ -232,6 +237,7 @@ def _as_user(path: pathlib.Path) -> None:
 def _real(site: Site, path: str) -> pathlib.Path:
     for name, value in site.real.items():
         path = path.replace(f"${name}", value)
+    path = path.replace("${USER}", USER).replace("$USER", USER)
     return pathlib.Path(path.replace("$HOME", str(HOME)))
 
 
@@ -278,6 +284,9 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         "command": _command(case, run),
         "results_dir": f"{site.results_root}/{run}/results/{case.name}",
     }
+    if case.paths == "variables":
+        data["data_path"] = f"/home/$USER/{run}/data/{data_name}"
+        data["results_dir"] = f"{site.results_root}/{run}/results/${{USER}} runs/{case.name}"
     if case.site == "local":
         data["gpu_type"] = "a100"
     if case.chain or case.ending == "usr1":
