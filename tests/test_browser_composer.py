@@ -83,7 +83,9 @@ def test_a_time_over_the_maximum_is_refused_with_the_limit_and_its_source(page):
     alert.wait_for()
     assert "a100 jobs on Narval may run 7 days at most" in alert.inner_text()
     assert page.locator('[data-placement="node_local"]').count() == 1
-    assert "Source: the cluster's public documentation, GPU node types" in alert.inner_text()
+    # The limit's own source: 004 states Narval's 7 days (002 names no Narval).
+    assert "Source: A user's notes on the federation's clusters" in alert.inner_text()
+    assert "Important elements of a sbatch script" in alert.inner_text()
     assert page.input_value("input[name=time_limit]") == "8-00:00:00"  # kept as typed
     _fits(page)
 
