@@ -58,7 +58,9 @@ def test_two_workers_tell_each_event_once(
         EMAIL_BACKEND="file",
         EMAIL_FILE_PATH=str(outbox),
     )
-    job = _job(local_login, "sleep 4; exit 3")
+    # Long enough to be seen running: the workers take about 5 s to start, and a 4 s job on a
+    # quiet cluster had ended before their first poll, so its start was never seen.
+    job = _job(local_login, "sleep 20; exit 3")
     tasks.submit_job.apply(args=[job.pk])
     job.refresh_from_db()
     options = ("--concurrency=2", "--prefetch-multiplier=1")
