@@ -123,6 +123,8 @@ def test_a_hand_edit_over_the_maximum_is_flagged_before_it_is_saved(page):
 
 def test_on_a_phone_the_advice_comes_before_the_gpu_questions_and_the_menu_folds(page):
     _describe(page)
+    # Measured once the last live update is in: a panel being swapped has no box.
+    page.wait_for_load_state("networkidle")
     panel = page.locator("#panel").bounding_box()
     gpus = page.locator(".section-gpus").bounding_box()
     data = page.locator(".section-data").bounding_box()
