@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from jobs.models import Composition
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the module-wide Chromium)
+from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the module-wide Chromium)
 
 SCREENS = {"laptop": (1280, 800), "phone": (390, 844)}
 
@@ -23,19 +23,10 @@ def alice(transactional_db, django_user_model):
 @pytest.fixture(params=SCREENS)
 def page(request, browser, live_server, alice):  # noqa: F811
     width, height = SCREENS[request.param]
-    context = browser.new_context(
-        base_url=live_server.url, viewport={"width": width, "height": height}
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/accounts/login/?next=/jobs/new/?template=pytorch-training-1gpu")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/jobs/new/**")
-    page.screen = request.param
-    yield page
-    context.close()
+    path = "/jobs/new/?template=pytorch-training-1gpu"
+    for page in logged_in(browser, live_server, path, 15_000, {"width": width, "height": height}):
+        page.screen = request.param
+        yield page
 
 
 def _describe(page) -> None:

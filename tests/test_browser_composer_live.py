@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the module-wide Chromium)
+from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the module-wide Chromium)
 
 
 @pytest.fixture
@@ -15,16 +15,8 @@ def page(browser, live_server, transactional_db, django_user_model):  # noqa: F8
     call_command("seed_guidance", stdout=io.StringIO())
     call_command("seed_templates", stdout=io.StringIO())
     django_user_model.objects.create_user("alice", password="alice-password")
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/accounts/login/?next=/jobs/new/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/jobs/new/**")
-    yield page
-    context.close()
+    viewport = {"width": 1280, "height": 800}
+    yield from logged_in(browser, live_server, "/jobs/new/", 15_000, viewport)
 
 
 def _describe(page) -> None:

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from guidance.document_catalog import CATALOG
 from guidance.engine import sources
 from guidance.models import Document
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the module-wide Chromium)
+from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the module-wide Chromium)
 
 FILE_NAME = re.compile(r"\b\d{3}_[0-9a-f]{16}\.txt\b")
 
@@ -23,16 +23,8 @@ def page(browser, live_server, transactional_db, django_user_model, settings, tm
     call_command("seed_templates", stdout=io.StringIO())
     assert not Document.objects.exists()  # nothing imported: the documents are not there
     django_user_model.objects.create_user("alice", password="alice-password")
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/accounts/login/?next=/jobs/new/?template=pytorch-training-1gpu")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/jobs/new/**")
-    yield page
-    context.close()
+    path = "/jobs/new/?template=pytorch-training-1gpu"
+    yield from logged_in(browser, live_server, path, 15_000, {"width": 1280, "height": 800})
 
 
 def _no_file_names_nor_copies(page) -> None:
