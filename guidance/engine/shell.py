@@ -60,8 +60,3 @@ def shell_path(value: str) -> str:
     if not any(kind == "var" for kind, _ in parts):
         return quote(value)
     return "".join(f'"${name}"' if kind == "var" else shlex.quote(name) for kind, name in parts)
-
-
-def variable_of(value: str) -> str:
-    """The variable a path starts with ("HOME" for ~), or ""."""
-    return split_path(value)[0]
