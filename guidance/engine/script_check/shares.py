@@ -36,8 +36,9 @@ class Shares:
     where: str  # "Narval's", "Graham's v100 nodes'": whose share the figures are
 
 
-def shares(request: Request, script: Script, cluster: Cluster) -> Shares:
-    kinds = tuple(p for p in node_types(request, script, cluster) if p.gpus_per_node)
+def shares(cluster: Cluster, landings) -> Shares:
+    """`landings`: the node types the job can land on (node_types)."""
+    kinds = tuple(p for p in landings if p.gpus_per_node)
     found = [gpu_share(cluster, p) for p in kinds]
     if not found:
         policy = cluster.policy
@@ -61,7 +62,7 @@ def check_shares(script: Script, request: Request, cluster: Cluster, notes: list
         return
     kinds = node_types(request, script, cluster)
     node_gpus = min((p.gpus_per_node for p in kinds), default=0)
-    share = shares(request, script, cluster)
+    share = shares(cluster, kinds)
     if request.whole_node and node_gpus and gpus < node_gpus:
         _whole_node(script, request, cluster, share, node_gpus, notes)
         return
