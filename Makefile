@@ -56,7 +56,7 @@ test: lint
 	@export DEBUG="$${DEBUG:-true}"; soak_dir=$$(mktemp -d); \
 	$(BIN)/python -m pytest -m soak -p no:cacheprovider --basetemp="$$soak_dir/tmp" $(PYTEST_ARGS) \
 		>"$$soak_dir/output" 2>&1 & soak=$$!; \
-	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS); others=$$?; \
+	$(BIN)/python -m pytest -m "not soak" -n 3 --dist loadgroup $(PYTEST_ARGS); others=$$?; \
 	wait $$soak; soaked=$$?; \
 	echo "--- the soak test (pytest -m soak), run beside the others, exited with $$soaked:"; \
 	cat "$$soak_dir/output"; rm -rf "$$soak_dir"; \
