@@ -9,12 +9,14 @@ from pydantic import ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 
 from guidance import models
-from guidance.engine.script_check import MAX_CHARS, Severity, check_script
+from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES
+from guidance.engine.script_check import MAX_CHARS, Basis, Severity, check_script
 from guidance.facts import cluster_facts
+from jobs.compose import program_files
 from jobs.compose.script_spec import NAME
 from portal.api_job_schemas import refuse_empty_script, refuse_nul
-from portal.api_planning import invalid
-from portal.api_schemas import Errors, Message
+from portal.api_planning import InvalidInput, invalid
+from portal.api_schemas import Errors, FieldError, Message
 
 router = Router(tags=["check"])
 
@@ -32,7 +34,16 @@ class CheckIn(Schema):
         "needs one; empty: a placeholder for you to replace.",
     )
 
-    _no_nul = field_validator("*", mode="before")(refuse_nul)
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="The program the script starts, its source by file name, as POST "
+        '/api/v1/check-code takes it (e.g. {"train.py": "import torch..."}; at most '
+        f"{MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each). What hangs on the program "
+        "(does it use all the GPUs it is given?) is then read from it; without it, such a "
+        "finding is a question (basis 'question').",
+    )
+
+    _no_nul = field_validator("cluster", "script", "account", mode="before")(refuse_nul)
     _not_empty = field_validator("script")(refuse_empty_script)
 
     @field_validator("account")
@@ -62,6 +73,10 @@ class FindingOut(Schema):
     fix: str = Field(description="What to do; empty when the message says it.")
     lines: list[int] = Field(description="The script's lines it is about, from 1; may be none.")
     source: SourceOut | None
+    basis: Basis = Field(
+        description="What it is read from: script; program (the files given); question (it "
+        "hangs on the program, which was not given: give `files` to settle it)."
+    )
 
 
 class DirectiveOut(Schema):
@@ -83,6 +98,20 @@ class CheckOut(Schema):
     diff: str = Field(description="From the script to the fixed script, as a unified diff.")
 
 
+def refused_files(found: list[program_files.Problem]) -> InvalidInput:
+    """The program's files refused, each under its own name: both checks take them so."""
+    return InvalidInput(
+        [
+            FieldError(
+                field="files" if p.file is None else f"files.{p.file}",
+                code=p.code,
+                message=p.message,
+            )
+            for p in found
+        ]
+    )
+
+
 @router.post(
     "",
     response={200: CheckOut, 400: Message, 401: Message, 422: Errors, 429: Message},
@@ -97,7 +126,10 @@ def check(request: HttpRequest, body: CheckIn) -> dict[str, Any]:
         raise invalid(
             "cluster", "unknown_cluster", f"No cluster '{body.cluster}'. Known clusters: {known}."
         )
-    result = check_script(body.script, cluster_facts(cluster), body.account)
+    files = program_files.without_bom(body.files)
+    if files and (found := program_files.problems(files)):
+        raise refused_files(found)
+    result = check_script(body.script, cluster_facts(cluster), body.account, files or None)
     return {
         "cluster": cluster.slug,
         "findings": [
@@ -109,6 +141,7 @@ def check(request: HttpRequest, body: CheckIn) -> dict[str, Any]:
                 "fix": f.fix,
                 "lines": list(f.lines),
                 "source": f.source,
+                "basis": f.basis,
             }
             for f in result.notes
         ],

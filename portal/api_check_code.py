@@ -14,7 +14,7 @@ from guidance import models
 from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES, Impact, Kind, check_code
 from guidance.facts import cluster_facts
 from jobs.compose import program_files
-from portal.api_check import SourceOut
+from portal.api_check import SourceOut, refused_files
 from portal.api_job_schemas import refuse_nul
 from portal.api_planning import InvalidInput
 from portal.api_schemas import Errors, FieldError, Message
@@ -75,19 +75,6 @@ class CheckCodeOut(Schema):
     )
 
 
-def _refused(found: list[program_files.Problem]) -> InvalidInput:
-    return InvalidInput(
-        [
-            FieldError(
-                field="files" if p.file is None else f"files.{p.file}",
-                code=p.code,
-                message=p.message,
-            )
-            for p in found
-        ]
-    )
-
-
 @router.post(
     "",
     response={200: CheckCodeOut, 400: Message, 401: Message, 422: Errors, 429: Message},
@@ -103,12 +90,12 @@ def check(request: HttpRequest, body: CheckCodeIn) -> dict[str, Any]:
         raise InvalidInput([FieldError(field="cluster", code="unknown_cluster", message=message)])
     files = program_files.without_bom(body.files)
     if found := program_files.problems(files):
-        raise _refused(found)
+        raise refused_files(found)
     if problem := program_files.entry_problem(body.entry or "", files):
         raise InvalidInput([FieldError(field="entry", code=problem.code, message=problem.message)])
     result = check_code(files, cluster_facts(cluster), body.entry or None)
     if found := program_files.unreadable(result):
-        raise _refused(found)
+        raise refused_files(found)
     return {
         "cluster": cluster.slug,
         "findings": [

@@ -19,6 +19,9 @@ class Case:
     expect: tuple[str, ...]  # every real problem, each once; empty: the script is sound
     allow: tuple[str, ...]  # where a reasonable reader could go either way
     why: str
+    # The program the script starts, its files by name, where the case gives it (the
+    # expectation's `program`: a folder under script_corpus/programs); None: not given.
+    program: dict[str, str] | None = None
 
     @property
     def sound(self) -> bool:
@@ -36,10 +39,18 @@ def load_corpus() -> list[Case]:
             tuple(entry["expect"]),
             tuple(entry["allow"]),
             entry["why"],
+            _program(entry.get("program")),
         )
         for name, entry in sorted(table.items())
     ]
 
 
+def _program(folder: str | None) -> dict[str, str] | None:
+    if folder is None:
+        return None
+    root = CORPUS / "programs" / folder
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def check(case: Case) -> ScriptCheck:
-    return check_script(case.text, cluster(case.cluster))
+    return check_script(case.text, cluster(case.cluster), program=case.program)

@@ -116,3 +116,41 @@ def test_the_schema_lists_it_and_its_answers_match(client, seeded, secret):
         _check(answer.json(), _documented(spec, URL, "post", "200"), spec, cluster)
     refused = _post(client, secret, cluster="summit", script=GOOD)
     _check(refused.json(), _documented(spec, URL, "post", "422"), spec, "422")
+
+
+FOUR_GPUS = """\
+#!/bin/bash
+#SBATCH --account=def-someuser
+#SBATCH --time=0-03:00
+#SBATCH --gres=gpu:4 --cpus-per-task=48 --mem=498000M
+python train.py
+"""
+
+
+def _gpu_finding(body: dict) -> dict:
+    (finding,) = [f for f in body["findings"] if f["code"] == "multi_gpu_without_launcher"]
+    return finding
+
+
+def test_without_the_program_whether_it_uses_four_gpus_is_a_question(client, seeded, secret):
+    body = _answer(client, secret, cluster="narval", script=FOUR_GPUS)
+    finding = _gpu_finding(body)
+    assert (finding["basis"], finding["severity"]) == ("question", "advice")
+    assert body["fixed_script"] is None
+
+
+def test_the_program_given_settles_it(client, seeded, secret):
+    one = {"train.py": "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"}
+    body = _answer(client, secret, cluster="narval", script=FOUR_GPUS, files=one)
+    finding = _gpu_finding(body)
+    assert (finding["basis"], finding["severity"]) == ("program", "wastes")
+    assert "--gres=gpu:1" in body["fixed_script"]
+    trainer = {"train.py": "from transformers import Trainer\nTrainer(model=m).train()\n"}
+    body = _answer(client, secret, cluster="narval", script=FOUR_GPUS, files=trainer)
+    assert body["findings"] == []
+
+
+def test_program_files_are_refused_as_check_code_refuses_them(client, seeded, secret):
+    response = _post(client, secret, cluster="narval", script=FOUR_GPUS, files={"../x.py": "1"})
+    (field,) = _errors(response)
+    assert field.startswith("files")

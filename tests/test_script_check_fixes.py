@@ -3,15 +3,17 @@ share of CPUs and memory per GPU (the composer's, guidance.engine.gpu_share)."""
 
 import pytest
 
-from guidance.engine.script_check import check_script
+from guidance.engine.script_check import Basis, Severity, check_script
 from tests.engine_helpers import cluster, codes, note
 from tests.script_check_helpers import checked
 
 TOP = "#!/bin/bash\n#SBATCH --account=def-someuser\n#SBATCH --time=0-03:00\n"
+# The program behind `python train.py`, given beside the script: it uses the one GPU it moves to.
+ONE_GPU_PROGRAM = {"train.py": "import torch\nmodel = torch.nn.Linear(8, 2).to('cuda')\n"}
 
 
-def fixed(text: str, slug: str) -> str:
-    result = check_script(text, cluster(slug))
+def fixed(text: str, slug: str, program: dict[str, str] | None = None) -> str:
+    result = check_script(text, cluster(slug), program=program)
     assert result.fixed is not None, result.notes
     return result.fixed
 
@@ -22,17 +24,56 @@ def sbatch_lines(text: str) -> list[str]:
 
 def test_a_program_on_one_of_four_gpus_gets_one_gpu_and_its_share():
     text = TOP + "#SBATCH --gres=gpu:4 --cpus-per-task=48 --mem=498000M\npython train.py\n"
-    result = check_script(text, cluster("narval"))
+    result = check_script(text, cluster("narval"), program=ONE_GPU_PROGRAM)
     assert {"multi_gpu_without_launcher", "too_many_cpus", "memory_over_share"} <= codes(
         result.notes
     )
+    assert note(result.notes, "multi_gpu_without_launcher").basis == Basis.PROGRAM
     assert "#SBATCH --gres=gpu:1 --cpus-per-task=12 --mem=124500M" in sbatch_lines(result.fixed)
-    assert check_script(result.fixed, cluster("narval")).notes == ()
+    assert check_script(result.fixed, cluster("narval"), program=ONE_GPU_PROGRAM).notes == ()
+
+
+def test_without_the_program_four_gpus_are_asked_about_and_kept():
+    # The program may use all four itself (a Trainer, device_map="auto"): a question, no edit,
+    # and the CPUs and memory judged for the four GPUs asked for.
+    text = TOP + "#SBATCH --gres=gpu:4 --cpus-per-task=48 --mem=498000M\npython train.py\n"
+    result = check_script(text, cluster("narval"))
+    asked = note(result.notes, "multi_gpu_without_launcher")
+    assert (asked.severity, asked.basis, asked.edits) == (Severity.ADVICE, Basis.QUESTION, ())
+    assert "?" in asked.message
+    assert codes(result.notes) == {"multi_gpu_without_launcher"}
+    assert result.fixed is None
+
+
+@pytest.mark.parametrize(
+    "spreading",
+    [
+        "from transformers import Trainer\nTrainer(model=m, args=a).train()\n",
+        "from transformers import AutoModel\nAutoModel.from_pretrained(p, device_map='auto')\n",
+        "import torch.nn as nn\nmodel = nn.DataParallel(net).cuda()\n",
+        "import torch.multiprocessing as mp\nmp.spawn(worker, nprocs=4)\n",
+        "from ray import tune\ntune.Tuner(train).fit()\n",
+        "import lightning as L\nL.Trainer(accelerator='gpu', devices=4).fit(m)\n",
+        "import lightning as L\nL.Trainer(devices=args.gpus).fit(m)\n",
+    ],
+)
+def test_a_program_that_spreads_itself_keeps_its_gpus(spreading):
+    text = TOP + "#SBATCH --gres=gpu:4 --cpus-per-task=48 --mem=498000M\npython train.py\n"
+    notes = check_script(text, cluster("narval"), program={"train.py": spreading}).notes
+    assert notes == ()
+
+
+def test_a_lightning_trainer_on_one_device_uses_one_gpu():
+    program = {"train.py": "import lightning as L\nL.Trainer(devices=1).fit(m)\n"}
+    text = TOP + "#SBATCH --gres=gpu:4 --cpus-per-task=48 --mem=498000M\npython train.py\n"
+    notes = check_script(text, cluster("narval"), program=program).notes
+    found = note(notes, "multi_gpu_without_launcher")
+    assert (found.severity, found.basis) == (Severity.WASTES, Basis.PROGRAM)
 
 
 def test_one_gpu_is_never_given_the_cpus_of_four():
     text = TOP + "#SBATCH --gres=gpu:a100:4\npython train.py\n"
-    lines = sbatch_lines(fixed(text, "narval"))
+    lines = sbatch_lines(fixed(text, "narval", ONE_GPU_PROGRAM))
     assert "#SBATCH --gres=gpu:a100:1" in lines
     assert "#SBATCH --cpus-per-task=12" in lines
     assert not any("48" in line for line in lines)
@@ -73,7 +114,7 @@ def test_every_change_to_one_line_applies():
         "#!/bin/bash\n#SBATCH --time=8-00:00 --gres=gpu:4 --exclusive --job-name='my run'\n"
         "#SBATCH --account=def-someuser\npython train.py\n"
     )
-    lines = sbatch_lines(fixed(text, "narval"))
+    lines = sbatch_lines(fixed(text, "narval", ONE_GPU_PROGRAM))
     assert lines[0] == "#SBATCH --time=7-00:00:00 --gres=gpu:1 --job-name='my run'"
     assert "#SBATCH --mem=124500M" in lines
 

@@ -10,7 +10,7 @@ a note is only raised when the script shows the problem, so a quiet answer is no
 
 from guidance.engine.script_check.account import ACCOUNT_PLACEHOLDER
 from guidance.engine.script_check.check import MAX_CHARS, ScriptCheck, check_script
-from guidance.engine.script_check.findings import Edit, Finding, Severity
+from guidance.engine.script_check.findings import Basis, Edit, Finding, Severity
 from guidance.engine.script_check.parse import (
     Directive,
     Script,
@@ -24,6 +24,7 @@ from guidance.engine.script_check.parse import (
 __all__ = [
     "ACCOUNT_PLACEHOLDER",
     "MAX_CHARS",
+    "Basis",
     "Directive",
     "Edit",
     "Finding",

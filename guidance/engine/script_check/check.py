@@ -45,9 +45,13 @@ class ScriptCheck:
     diff: str = ""
 
 
-def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
+def check_script(
+    text: str, cluster: Cluster, account: str = "", program: dict[str, str] | None = None
+) -> ScriptCheck:
     """The cluster's guidance applied to an sbatch script; never raises. `account`: the user's
-    Slurm account there, where known, for the fixed script."""
+    Slurm account there, where known, for the fixed script. `program`: the files of the program
+    the script starts, by name, where the user gave them: what hangs on the program is then read
+    from it, else asked as a question."""
     if cluster.scheduler != Scheduler.SLURM:
         return ScriptCheck(
             (
@@ -84,7 +88,7 @@ def check_script(text: str, cluster: Cluster, account: str = "") -> ScriptCheck:
     check_has_commands(script, notes)
     # A program that uses one GPU gets one in the fixed script, and its share with it.
     gpu_use: list[Finding] = []
-    one_gpu = check_gpu_use(script, request, reading, gpu_use)
+    one_gpu = check_gpu_use(script, request, reading, gpu_use, program)
     if script.directives:
         minutes = check_time(script, cluster, notes)
         check_checkpoints(script, cluster, minutes, notes)

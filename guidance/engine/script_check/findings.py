@@ -26,6 +26,23 @@ class Severity(StrEnum):
         return list(Severity).index(self)
 
 
+class Basis(StrEnum):
+    """What a finding is read from. A finding that hangs on a program the checker was not given
+    is asked as a question, never stated as a fact."""
+
+    SCRIPT = "script"  # the script shows it
+    PROGRAM = "program"  # the program the user gave beside the script shows it
+    QUESTION = "question"  # it depends on the program, which was not given
+
+    @property
+    def label(self) -> str:
+        return {
+            "script": "From the script",
+            "program": "From your program",
+            "question": "A question: give the program to settle it",
+        }[self.value]
+
+
 @dataclass(frozen=True)
 class Edit:
     """A mechanical fix: `text` replaces line `line` (None removes it), or, with `insert`, goes
@@ -53,6 +70,7 @@ class Finding(Note):
     lines: tuple[int, ...] = ()
     fix: str = ""  # what to do, in words; the message says what is wrong and why
     edits: tuple[Edit, ...] = ()
+    basis: Basis = Basis.SCRIPT
 
 
 def add_directive(script: Script, option: str) -> Edit:

@@ -1,17 +1,22 @@
 """Whether the job's GPUs get used: none asked for by a job that needs one, and several asked for
 by a program started as one process.
 
-The checker reads the script, not the program: it says a program uses one GPU only where the
-script shows it (a plain python, one srun task, a launcher told to start one process), says it
-cannot tell where the work runs in another script, and stays quiet where the script shows
-anything that spreads the work over the GPUs.
+A program started as one process (a plain python, one srun task) may still use every GPU itself:
+a Hugging Face Trainer, `device_map="auto"`, DataParallel, a tuner running trials side by side.
+So the checker says the other GPUs sit idle only where it has read the program (given beside the
+script, or written inside it) and found none of that; without the program it asks, at advice,
+and changes nothing. A launcher told to start one process uses one GPU whatever the program. It
+stays quiet where the script shows anything that spreads the work over the GPUs, and says it
+cannot tell where the work runs in another script.
 """
 
 import re
 
 from guidance.engine import sources
+from guidance.engine.code_check.gpu_spread import spread_over_gpus
 from guidance.engine.script_check.commands import Reading, Run
 from guidance.engine.script_check.findings import (
+    Basis,
     Finding,
     Severity,
     add_directive,
@@ -38,14 +43,23 @@ ONE_PROCESS = re.compile(
 )
 PROGRAM = re.compile(r"(^|/)python[\d.]*$|\.py$")
 OTHER_SCRIPT = re.compile(r"^(bash|sh|zsh|source|\.)$|\.(sh|bash)$")
+# The program is on the command line itself: `python -c "..."`, or read from a heredoc.
+INLINE = re.compile(r"^(-c|-)$")
 SRUN_TASKS = re.compile(r"^(-n|--ntasks|--ntasks-per-node|--tasks-per-node)(=|$)|^-n\d")
 # A partition named for its GPUs: a job in it that asks for none still gets none.
 GPU_PARTITION = re.compile(r"gpu", re.IGNORECASE)
 
 
-def check_gpu_use(script: Script, request: Request, reading: Reading, notes: list) -> bool:
+def check_gpu_use(
+    script: Script,
+    request: Request,
+    reading: Reading,
+    notes: list,
+    program: dict[str, str] | None = None,
+) -> bool:
     """Whether the script shows a program that uses one of several GPUs on one node: the fixed
-    script then asks for one GPU, and the job's CPUs and memory are judged for that one."""
+    script then asks for one GPU, and the job's CPUs and memory are judged for that one.
+    `program`: the program's files by name, where the user gave them."""
     gpus = request.gpus_per_node * request.nodes
     if gpus < 2:
         return False
@@ -63,11 +77,11 @@ def check_gpu_use(script: Script, request: Request, reading: Reading, notes: lis
             if tasks >= 2:
                 return False
             if _runs_program(run.words[1:]):
-                notes.append(_one_gpu(script, request, run, "srun starts it as a single task"))
-                return request.nodes == 1
+                return _single(
+                    script, request, run, "srun starts it as a single task", program, notes
+                )
         elif _runs_program(run.words):
-            notes.append(_one_gpu(script, request, run, "it starts as a single process"))
-            return request.nodes == 1
+            return _single(script, request, run, "it starts as a single process", program, notes)
     elsewhere = [r for r in reading.runs if OTHER_SCRIPT.search(r.words[0])]
     if elsewhere:
         notes.append(
@@ -83,8 +97,52 @@ def check_gpu_use(script: Script, request: Request, reading: Reading, notes: lis
                 fix="Make sure that script starts one process per GPU (torchrun "
                 "--nproc_per_node, srun with a task per GPU) or uses all GPUs itself; if not, "
                 "ask for one GPU. Paste it here to have it checked too.",
+                basis=Basis.QUESTION,
             )
         )
+    return False
+
+
+def _single(
+    script: Script,
+    request: Request,
+    run: Run,
+    how: str,
+    program: dict[str, str] | None,
+    notes: list,
+) -> bool:
+    """A program started as one process: idle GPUs where its files show no use of several, a
+    question where the checker has not read it, nothing where it spreads itself."""
+    if program:
+        if spread_over_gpus(program) is not None:
+            return False
+        notes.append(_one_gpu(script, request, run, how, Basis.PROGRAM))
+        return request.nodes == 1
+    if any(INLINE.match(word) for word in run.words[1:4]):
+        notes.append(_one_gpu(script, request, run, how))
+        return request.nodes == 1
+    notes.append(_may_use_one(request, run))
+    return False
+
+
+def _may_use_one(request: Request, run: Run) -> Finding:
+    asked = request.gpu_requests[-1]
+    gpus = request.gpus_per_node * request.nodes
+    return Finding(
+        "multi_gpu_without_launcher",
+        f"{asked} asks for {gpus} GPUs, and \u201c{run.text[:100]}\u201d starts one process. "
+        f"Does the program use all {gpus} GPUs itself (a Hugging Face Trainer, "
+        'device_map="auto", DataParallel, a tuner running trials side by side)? If not, the '
+        f"other {gpus - 1} sit idle: PyTorch and TensorFlow use one GPU by default.",
+        sources.SBATCH_ELEMENTS,
+        "gpus",
+        severity=Severity.ADVICE,
+        lines=(asked.line, run.line),
+        fix="Give the program beside the script to settle it. If it uses one GPU, ask for one; "
+        f"to use all, start one process per GPU (torchrun --nproc_per_node={gpus}, or srun "
+        f"with --ntasks-per-node={gpus}).",
+        basis=Basis.QUESTION,
+    )
 
 
 def _runs_program(words) -> bool:
@@ -131,7 +189,9 @@ def one_gpu(directive: Directive) -> str:
     return f"--gres={','.join(items)}"
 
 
-def _one_gpu(script: Script, request: Request, run: Run, how: str) -> Finding:
+def _one_gpu(
+    script: Script, request: Request, run: Run, how: str, basis: Basis = Basis.SCRIPT
+) -> Finding:
     asked = request.gpu_requests[-1]
     gpus = request.gpus_per_node * request.nodes
     # Over several nodes, one GPU also means one node: the user decides that.
@@ -139,8 +199,15 @@ def _one_gpu(script: Script, request: Request, run: Run, how: str) -> Finding:
     return Finding(
         "multi_gpu_without_launcher",
         f"{asked} asks for {gpus} GPUs, but \u201c{run.text[:100]}\u201d uses one: {how}, and "
-        f"PyTorch and TensorFlow use one GPU by default. The other {gpus - 1} sit idle, yet "
-        "count against your allocation and make the job wait longer.",
+        f"PyTorch and TensorFlow use one GPU by default"
+        + (
+            " (your program uses no Trainer, DataParallel, device_map or tuner that would "
+            "spread it)"
+            if basis == Basis.PROGRAM
+            else ""
+        )
+        + f". The other {gpus - 1} sit idle, yet count against your allocation and make the "
+        "job wait longer.",
         sources.SBATCH_ELEMENTS,
         "gpus",
         severity=Severity.WASTES,
@@ -149,6 +216,7 @@ def _one_gpu(script: Script, request: Request, run: Run, how: str) -> Finding:
         f"(torchrun --nproc_per_node={gpus}, or srun with --ntasks-per-node={gpus})."
         + (" The fixed script asks for one GPU, and CPUs and memory for it." if edits else ""),
         edits=edits,
+        basis=basis,
     )
 
 

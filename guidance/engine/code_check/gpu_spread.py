@@ -1,0 +1,94 @@
+"""Whether a program started as one process uses several GPUs by itself, read from its files.
+
+The script checker asks this of the program behind a plain `python train.py` on a multi-GPU job:
+a Hugging Face Trainer spreads over every visible GPU, `device_map="auto"` shards a large model
+over them, `nn.DataParallel` copies the model to each, a process that spawns one worker per GPU
+(`torch.multiprocessing.spawn`) or a tuner that runs one trial per GPU (Ray Tune, Syne Tune) uses
+them all; Lightning does with `devices` other than 1. A program that shows none of these uses
+the one GPU that PyTorch and TensorFlow pick by default.
+"""
+
+import ast
+from dataclasses import dataclass
+
+from guidance.engine.code_check.program import NotPython, Program, parse_program
+
+# Calls that, made once in one process, put work on every GPU the job holds.
+SPREADING_CALLS = {
+    "transformers.Trainer": "a Hugging Face Trainer, which uses every visible GPU",
+    "transformers.Seq2SeqTrainer": "a Hugging Face Trainer, which uses every visible GPU",
+    "trl.SFTTrainer": "a Hugging Face Trainer, which uses every visible GPU",
+    "torch.nn.DataParallel": "nn.DataParallel, which copies the model to every visible GPU",
+    "torch.nn.parallel.DataParallel": "nn.DataParallel, which copies the model to every GPU",
+    "torch.multiprocessing.spawn": "torch.multiprocessing.spawn, one process per GPU",
+    "torch.distributed.launcher.api.elastic_launch": "an elastic launch, one process per GPU",
+    "ray.tune.run": "Ray Tune, which runs trials side by side, each on its own GPU",
+    "ray.tune.Tuner": "Ray Tune, which runs trials side by side, each on its own GPU",
+    "ray.train.torch.TorchTrainer": "Ray Train, one worker per GPU",
+    "syne_tune.Tuner": "Syne Tune, which runs trials side by side, each on its own GPU",
+    "tensorflow.distribute.MirroredStrategy": "tf.distribute.MirroredStrategy, over every GPU",
+    "jax.pmap": "jax.pmap, over every device",
+}
+# Lightning's Trainer uses every GPU it is given unless told `devices=1` (or a single index).
+LIGHTNING_TRAINERS = ("lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer")
+# device_map values that place a model over all GPUs.
+SHARDING_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What in the program uses several GPUs: the file, its line and the words for it."""
+
+    file: str
+    line: int
+    how: str
+
+
+def spread_over_gpus(files: dict[str, str]) -> Spread | None:
+    """The first place in the program that uses several GPUs from one process, or None when the
+    files show none. Files that are not Python (configs, notes) are passed over."""
+    for name, text in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            program = parse_program(name, text)
+        except NotPython:
+            continue
+        found = _in_program(program)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_program(program: Program) -> Spread | None:
+    for qualname, how in SPREADING_CALLS.items():
+        calls = program.calls_named(qualname)
+        if calls:
+            return Spread(program.name, calls[0].lineno, how)
+    for call in program.calls_named(*LIGHTNING_TRAINERS):
+        if _lightning_several(call):
+            return Spread(program.name, call.lineno, "a Lightning Trainer over several devices")
+    for keyword in program.by_type[ast.keyword]:
+        if keyword.arg == "device_map" and _sharding(keyword.value):
+            return Spread(
+                program.name,
+                keyword.value.lineno,
+                f'device_map="{keyword.value.value}", which shards the model over every GPU',
+            )
+    return None
+
+
+def _lightning_several(call: ast.Call) -> bool:
+    """Lightning's devices: "auto" and -1 mean every GPU; one GPU only when told 1 or [i]."""
+    devices = next((k.value for k in call.keywords if k.arg in ("devices", "gpus")), None)
+    if devices is None:
+        return True  # "auto": every visible GPU
+    if isinstance(devices, ast.Constant):
+        return devices.value not in (1, "1", 0, None)
+    if isinstance(devices, ast.List | ast.Tuple):
+        return len(devices.elts) != 1
+    return True  # from the command line or a config: as many as the job gives
+
+
+def _sharding(value: ast.AST) -> bool:
+    return isinstance(value, ast.Constant) and value.value in SHARDING_MAPS
