@@ -67,7 +67,7 @@ def check_held_gpus(
         return
     commands = list(_commands(script))
     _check_containers(script, commands, request, reading, notes)
-    _check_servers(script, commands, request, cluster, notes)
+    _check_servers(script, commands, request, reading, cluster, notes)
 
 
 @dataclass(frozen=True)
@@ -187,12 +187,18 @@ def _with_nv(script: Script, number: int) -> Edit | None:
 
 
 def _check_servers(
-    script: Script, commands: list[_Line], request: Request, cluster: Cluster, notes
+    script: Script,
+    commands: list[_Line],
+    request: Request,
+    reading: Reading,
+    cluster: Cluster,
+    notes: list,
 ) -> None:
     landings = node_types(request, script, cluster)
     if landings and all(_for_debugging(p) for p in landings):
         return  # the node type set aside for debugging and interactive work: what it is for
-    holding = _holding(commands)
+    work = [r.line for r in reading.runs if not r.background and _gpu_program(r.words)]
+    holding = _holding(commands, max(work, default=0))
     if not holding:
         return
     names = list(dict.fromkeys(name for _, name in holding))
@@ -268,37 +274,27 @@ def _instead(debug: Partition | None) -> str:
     )
 
 
-def _holding(commands: list[_Line]) -> list[tuple[int, str]]:
+def _holding(commands: list[_Line], last_work: int) -> list[tuple[int, str]]:
     """(line, what) of each server or keep-alive that keeps the job, and its GPUs, waiting. A
-    server sent to the background holds them unless a training run follows it in the
-    foreground; a keep-alive in the background holds nothing."""
+    server sent to the background holds them unless a program runs after it in the foreground
+    (`last_work`: the line of the last one): it then dies with the job when that ends. A
+    keep-alive in the background holds nothing."""
     found: list[tuple[int, str]] = []
-    background_servers: list[tuple[int, str]] = []
     i = 0
     while i < len(commands):
         line = commands[i]
-        words = line.words
         loop_end = _endless_loop(commands, i)
         if loop_end is not None:
             if not commands[loop_end].command.background:
                 found.append((line.number, "a keep-alive loop"))
             i = loop_end + 1
             continue
-        server = _server(words)
-        if server:
-            (background_servers if line.command.background else found).append((line.number, server))
-        elif not line.command.background:
-            wait = _keep_alive(words)
-            if wait:
-                found.append((line.number, wait))
-            elif words and words[0] == "wait":
-                found += background_servers
-                background_servers = []
+        server = _server(line.words)
+        if server and not (line.command.background and line.number < last_work):
+            found.append((line.number, server))
+        elif not server and not line.command.background and (wait := _keep_alive(line.words)):
+            found.append((line.number, wait))
         i += 1
-    # A server left running when the script ends dies with the job: it held the GPUs only if
-    # nothing else ran after it.
-    if background_servers and not found:
-        found += background_servers
     return found
 
 
