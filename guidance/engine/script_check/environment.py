@@ -50,6 +50,8 @@ ANACONDA = re.compile(
 CONDA_ROOT = re.compile(
     r"(^|[/:=])\.?((ana|mini)conda\d*|miniforge\d*|mambaforge\d*|micromamba|conda)(/|$)"
 )
+# Words without which a line neither uses conda in those forms nor sets a variable.
+CONDA_HINTS = re.compile(r"=|activate|conda|mamba|forge|\btar\b|unzip|/bin/")
 CONDA_TOOLS = frozenset({"conda", "mamba", "micromamba", "conda-unpack"})
 CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
 VENV = re.compile(r"\b(virtualenv|venv|uv\s+venv)\b")
@@ -152,6 +154,8 @@ def _conda_lines(script: Script) -> dict[int, str]:
     unpacked: set[str] = set()  # folders a conda tarball was unpacked into
     shell = Shell()
     for number, line in script.numbered_commands():
+        if not CONDA_HINTS.search(line):
+            continue  # no conda folder, no activate, no variable set: nothing to split
         for command in simple_commands(line):
             shell.assign(command)
             words = [shell.expand(w) for w in command.words]

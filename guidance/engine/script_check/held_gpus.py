@@ -46,6 +46,8 @@ NOT_STARTING = frozenset(
     {"echo", "printf", "pip", "pip3", "module", "ml", "which", "type", "command", "cat", "grep"}
     | {"export", "kill", "pkill", "ls", "mkdir", "rm", "sed", "awk", "ssh", "scp", "rsync"}
 )
+# Words without which no line starts a container, a server or a keep-alive.
+HINTS = re.compile(r"apptainer|singularity|jupyter|notebook|code|sleep|tail|while|until")
 # Words that only start the real command, and launchers whose options come before it.
 KEYWORDS = frozenset({"then", "do", "else", "time", "nohup", "exec", "!", "env", "stdbuf"})
 LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec", "timeout", "numactl", "taskset"})
@@ -64,6 +66,10 @@ def check_held_gpus(
     script: Script, request: Request, reading: Reading, cluster: Cluster, notes: list
 ) -> None:
     if not request.gpus_per_node:
+        return
+    # Splitting a line into words is the costly part: only scripts that mention a container,
+    # a server or a wait are split (a pasted wall of words stays quick).
+    if not any(HINTS.search(line) for line in script.commands):
         return
     commands = list(_commands(script))
     _check_containers(script, commands, request, reading, notes)
