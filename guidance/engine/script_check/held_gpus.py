@@ -316,7 +316,7 @@ def _server(words: tuple[str, ...]) -> str:
             return _server_name(f"{name}-{after}")
         if word == "-m" and after in SERVER_MODULES:
             return _server_name(after)
-        if word in ("-c",) and after:  # bash -c 'jupyter lab ...'
+        if word == "-c" and after:  # bash -c 'jupyter lab ...'
             inner = next(simple_commands(after), None)
             return _server(_past_prefixes(inner.words)) if inner else ""
     return ""
