@@ -15,6 +15,7 @@ from django.conf import settings
 from guidance import seed
 from guidance.doc_outline import outline
 from guidance.engine import Overrides, Workload, sources
+from guidance.engine.script_check import held_gpus
 from guidance.engine.sources import Source
 from tests.engine_helpers import advise, note
 from tests.services import service_missing
@@ -30,6 +31,7 @@ OUTSIDE_THE_DOCUMENTS = {
     sources.SBATCH_MEMORY,
     sources.SBATCH_OPTIONS,
     sources.SBATCH_ARRAY,
+    held_gpus.APPTAINER_GPUS,
 }
 
 # What each document-backed source is cited for, as its section writes it (lower case, markup

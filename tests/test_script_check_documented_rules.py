@@ -92,6 +92,61 @@ def test_conda_on_the_federation_is_advised_against():
     assert found.severity == Severity.ADVICE
 
 
+# Conda in the forms that do not say "conda activate": the environment's own bin/activate, its
+# folder through a variable, its interpreter, PATH, conda-pack, and the other front ends.
+CONDA_FORMS = [
+    ("source ~/miniconda3/bin/activate torch\n", (6,)),
+    ("source ~/miniconda3/envs/torch/bin/activate\n", (6,)),
+    ("ENV=$HOME/anaconda3/envs/seg\nsource $ENV/bin/activate\n", (7,)),
+    (". ~/.conda/envs/torch/bin/activate\n", (6,)),
+    ("conda run -n torch --no-capture-output true\n", (6,)),
+    ('eval "$(conda shell.bash hook)"\n', (6,)),
+    ('eval "$(micromamba shell hook --shell bash)"\nmicromamba activate torch\n', (6, 7)),
+    ("mamba activate torch\n", (6,)),
+    ("export PATH=$HOME/miniforge3/bin:$PATH\n", (6,)),
+    ("~/miniconda3/envs/torch/bin/python -c 'import torch'\n", (6,)),
+    (
+        "tar -xzf ~/envs/torch.tar.gz -C $SLURM_TMPDIR/env\nsource $SLURM_TMPDIR/env/bin/activate\n"
+        "conda-unpack\n",
+        (7, 8),
+    ),
+    (
+        "tar xf ~/conda-torch.tar -C $SLURM_TMPDIR/env\nsource $SLURM_TMPDIR/env/bin/activate\n",
+        (7,),
+    ),
+]
+
+
+@pytest.mark.parametrize(("setup", "lines"), CONDA_FORMS)
+def test_conda_in_every_form_is_advised_against_on_the_federation(setup, lines):
+    text = script(*ONE_GPU, body=setup + "python train.py $SLURM_TMPDIR/d\n")
+    found = note(checked(text, "beluga"), "anaconda")
+    assert found.lines == lines
+    assert found.source == sources.AVOID_ANACONDA
+
+
+@pytest.mark.parametrize(("setup", "lines"), CONDA_FORMS)
+def test_the_processing_cluster_publishes_no_conda_rule(setup, lines):
+    text = f"#!/bin/bash\n#SBATCH --gres=gpu:rtx:1\n#SBATCH -t 60\n{setup}python t.py\n"
+    assert "anaconda" not in codes(checked(text, "processing"))
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "source ~/venv/bin/activate\n",
+        "source ~/envs/torch/bin/activate\n",  # a folder named envs holds a virtualenv as well
+        "ENV=$SLURM_TMPDIR/env\nvirtualenv --no-download $ENV\nsource $ENV/bin/activate\n",
+        "tar xf ~/wheels.tar -C $SLURM_TMPDIR/w\nsource ~/venv/bin/activate\n",
+        "apptainer exec --nv img.sif /opt/conda/bin/python -c 'import torch'\n",  # the image's
+        "echo 'avoid source ~/miniconda3/bin/activate here'\n",
+    ],
+)
+def test_a_virtualenv_is_not_taken_for_conda(setup):
+    text = script(*ONE_GPU, body=setup + "python train.py $SLURM_TMPDIR/d\n")
+    assert "anaconda" not in codes(checked(text, "beluga"))
+
+
 # --- CPUs for the GPUs ---------------------------------------------------------------------
 
 

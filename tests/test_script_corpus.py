@@ -40,6 +40,8 @@ CATALOGUE = frozenset(
         "training_from_network",
         "long_without_checkpoints",
         "duplicate_gpu_request",
+        "container_without_gpus",
+        "server_holds_gpus",
         # Advice
         "anaconda",
         "venv_on_network",

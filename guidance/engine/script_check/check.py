@@ -16,6 +16,7 @@ from guidance.engine.script_check.findings import (
     unified_diff,
 )
 from guidance.engine.script_check.gpu_use import check_gpu_requested, check_gpu_use
+from guidance.engine.script_check.held_gpus import check_held_gpus
 from guidance.engine.script_check.node_limits import check_node_limits
 from guidance.engine.script_check.parse import Directive, Script, parse_script
 from guidance.engine.script_check.paths import storage_places
@@ -101,6 +102,7 @@ def check_script(
     notes += gpu_use
     check_training_data(cluster, reading, notes)
     check_environment(script, cluster, places, notes)
+    check_held_gpus(script, request, reading, cluster, notes)
     check_array_variables(script, notes)
     return _finished(text, notes, script, truncated)
 

@@ -2,11 +2,17 @@
 access to it, virtualenv rather than Anaconda, and a virtualenv built on the node itself."""
 
 import re
+from itertools import pairwise
 
 from guidance.engine.script_check.findings import Edit, Finding, Severity
 from guidance.engine.script_check.parse import Script
 from guidance.engine.script_check.paths import Place, place_of
-from guidance.engine.script_check.shell_lines import Shell, simple_commands
+from guidance.engine.script_check.shell_lines import (
+    ASSIGNMENT,
+    Shell,
+    normal_path,
+    simple_commands,
+)
 from guidance.engine.types import Cluster, Rule
 
 PIP_INSTALL = re.compile(r"\b(pip[\d.]*|-m\s+pip)\s+install\b")
@@ -33,9 +39,21 @@ FETCHES = (
     (re.compile(r"\b(huggingface-cli|hf)\s+download\b"), "it downloads from the Hugging Face Hub"),
 )
 ANACONDA = re.compile(
-    r"\b(conda|mamba|micromamba)\s+(activate|env|create|install|run)\b|\bsource\s+activate\b"
-    rf"|\bmodule\s+(load|add)\s+{_ANY}\b(ana|mini)conda|\bconda\.sh\b"
+    r"\b(conda|mamba|micromamba)\s+(activate|env|create|install|run|pack|shell\.\w+|shell\s+hook)\b"
+    r"|\bsource\s+activate\b|\bconda-(pack|unpack)\b|\b(conda|mamba)\.sh\b"
+    rf"|\bmodule\s+(load|add)\s+{_ANY}\b((ana|mini)conda|miniforge|mambaforge|micromamba)"
+    r"|\$\{?(CONDA_PREFIX|CONDA_EXE|MAMBA_ROOT_PREFIX|MAMBA_EXE)\b"
 )
+# Where conda keeps itself and its environments: ~/miniconda3/envs/x, ~/anaconda3/bin,
+# ~/.conda/envs/x, ~/miniforge3. A folder of the user's own naming (~/envs/x, $SLURM_TMPDIR/env)
+# says nothing: a virtualenv lives there as well.
+CONDA_ROOT = re.compile(
+    r"(^|[/:=])\.?((ana|mini)conda\d*|miniforge\d*|mambaforge\d*|micromamba|conda)(/|$)"
+)
+# Words without which a line neither uses conda in those forms nor sets a variable.
+CONDA_HINTS = re.compile(r"=|activate|conda|mamba|forge|\btar\b|unzip|/bin/")
+CONDA_TOOLS = frozenset({"conda", "mamba", "micromamba", "conda-unpack"})
+CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
 VENV = re.compile(r"\b(virtualenv|venv|uv\s+venv)\b")
 
 
@@ -104,15 +122,18 @@ def _check_anaconda(script: Script, cluster: Cluster, notes: list) -> None:
     rule = cluster.rule(Rule.AVOID_ANACONDA)
     if rule is None:
         return
-    lines = tuple(n for n, line in script.numbered_commands() if ANACONDA.search(line))
-    if not lines:
+    found = _conda_lines(script)
+    if not found:
         return
+    lines = tuple(sorted(found))
+    hidden = next((why for why in found.values() if why), "")
     notes.append(
         Finding(
             "anaconda",
-            f"The job uses Anaconda (conda), which {cluster.name} asks its users to avoid: its "
-            "packages bring their own CUDA and libraries in place of the cluster's tuned ones, "
-            "and its many small files load the shared filesystem.",
+            f"The job uses Anaconda (conda){f' ({hidden})' if hidden else ''}, which "
+            f"{cluster.name} asks its users to avoid: its packages bring their own CUDA and "
+            "libraries in place of the cluster's tuned ones, and its many small files load the "
+            "shared filesystem.",
             rule.source,
             "environment",
             severity=Severity.ADVICE,
@@ -122,6 +143,66 @@ def _check_anaconda(script: Script, cluster: Cluster, notes: list) -> None:
             "cluster provides).",
         )
     )
+
+
+def _conda_lines(script: Script) -> dict[int, str]:
+    """The lines that use conda, with the words that say how where the line does not name
+    conda itself: an environment activated through its own bin/activate, its interpreter, or
+    its folder put on PATH. A conda-pack tarball unpacked and activated is conda as well."""
+    found = {n: "" for n, line in script.numbered_commands() if ANACONDA.search(line)}
+    packed = any("conda-unpack" in line or "conda-pack" in line for line in script.commands)
+    unpacked: set[str] = set()  # folders a conda tarball was unpacked into
+    shell = Shell()
+    for number, line in script.numbered_commands():
+        if not CONDA_HINTS.search(line):
+            continue  # no conda folder, no activate, no variable set: nothing to split
+        for command in simple_commands(line):
+            shell.assign(command)
+            words = [shell.expand(w) for w in command.words]
+            why = _conda_use(words, packed, unpacked)
+            if why and not found.get(number):
+                found[number] = why
+    return found
+
+
+def _conda_use(words: list[str], packed: bool, unpacked: set[str]) -> str:
+    if words[:1] in (["export"], ["declare"]):
+        words = words[1:]
+    for word in words:
+        name, _, value = word.partition("=")
+        if name == "PATH" and any(CONDA_ROOT.search(v) for v in value.split(":")):
+            return "its folder is put on PATH"
+    while words and ASSIGNMENT.fullmatch(words[0]):
+        words = words[1:]  # CUDA_VISIBLE_DEVICES=0 python ...: the program follows
+    first = words[0].rsplit("/", 1)[-1] if words else ""
+    if first in ("tar", "unzip") and any("conda" in w.rsplit("/", 1)[-1] for w in words[1:]):
+        unpacked.update(_unpacked_into(words))
+        return ""
+    if first in ("source", ".") and len(words) > 1 and words[1].endswith("bin/activate"):
+        folder = words[1].removesuffix("/bin/activate").removesuffix("bin/activate")
+        if CONDA_ROOT.search(words[1]) or len(words) > 2:
+            return "a conda environment is activated through its bin/activate"
+        if packed or normal_path(folder) in unpacked:
+            return "a conda-pack environment is unpacked and activated"
+        return ""
+    if first in CONDA_TOOLS:
+        return ""  # named in its own words: ANACONDA found it
+    program = next((w for w in words if not w.startswith("-") and w != "srun"), "")
+    if program.rsplit("/", 1)[-1] in CONTAINER_TOOLS:
+        return ""  # conda inside a container image is the image's own
+    if CONDA_ROOT.search(program) and "/bin/" in program:
+        return "its Python is run from a conda folder"
+    return ""
+
+
+def _unpacked_into(words: list[str]) -> set[str]:
+    targets = set()
+    for before, word in pairwise(words):
+        if before in ("-C", "--directory", "-d"):
+            targets.add(normal_path(word))
+        elif word.startswith("--directory="):
+            targets.add(normal_path(word.partition("=")[2]))
+    return targets
 
 
 def _check_venv_place(script: Script, cluster: Cluster, places: list[Place], notes) -> None:
