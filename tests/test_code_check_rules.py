@@ -456,9 +456,10 @@ def test_empty_and_wrong_shaped_input_gives_an_empty_check():
     assert check_code({"a.py": ""}, DGX).findings == ()
 
 
-def test_a_program_that_neither_trains_nor_evaluates_gets_nothing_said():
+def test_a_program_that_neither_trains_nor_evaluates_still_has_its_lines_read():
     result = check("from torch.utils.data import DataLoader\nl = DataLoader(ds)\n")
-    assert result.findings == ()
+    assert result.trains_or_evaluates is False
+    assert {f.rule for f in result.findings} == {"dataloader_num_workers", "dataloader_pin_memory"}
 
 
 # --- order, the cluster's settings, what was measured -----------------------------------------
@@ -841,6 +842,13 @@ def test_deterministic_transforms_or_a_program_that_does_not_train_are_quiet():
     assert not found(check(inference), "cpu_augmentation")
 
 
+def test_random_augmentations_in_a_dataset_module_sent_alone_are_flagged():
+    dataset = "from torchvision.transforms import v2\nt = v2.RandomCrop(32)\n"
+    result = check(dataset)
+    assert result.trains_or_evaluates is False
+    assert one(result, "cpu_augmentation").line == 2
+
+
 # --- programs that follow the advice ----------------------------------------------------------
 
 GOOD_LOOP = """\
@@ -1059,7 +1067,7 @@ def test_a_program_pinned_to_the_cpu_gets_no_program_wide_rule(device):
     assert not {f.rule for f in result.findings} & PROGRAM_WIDE
 
 
-def test_a_script_that_neither_trains_nor_evaluates_gets_nothing_whatever_its_device():
+def test_a_script_that_neither_trains_nor_evaluates_gets_no_program_wide_rule():
     statistics = """\
     import torch
     from torch.utils.data import DataLoader
@@ -1067,7 +1075,10 @@ def test_a_script_that_neither_trains_nor_evaluates_gets_nothing_whatever_its_de
     loader = DataLoader(images, batch_size=64)
     total = sum(batch.to(device).sum() for batch in loader)
     """
-    assert not check(statistics).findings
+    result = check(statistics)
+    assert result.trains_or_evaluates is False
+    assert not {f.rule for f in result.findings} & PROGRAM_WIDE
+    assert {f.rule for f in result.findings} == {"dataloader_num_workers", "dataloader_pin_memory"}
 
 
 def test_cudnn_benchmark_off_for_determinism_is_a_question_and_off_alone_a_change():
@@ -1219,7 +1230,8 @@ def test_lightning_cli_with_run_false_trains_through_its_trainers_fit():
     not_run = CLI.replace("LightningCLI(", "cli = LightningCLI(").replace(
         "},\n)", "},\n    run=False,\n)"
     )
-    assert not check(not_run).findings  # built but never fitted: nothing trains
+    # Built but never fitted: nothing trains, so no program-wide rule; its loader is still read.
+    assert {f.rule for f in check(not_run).findings} == {"dataloader_num_workers"}
     fitted = check(not_run + "cli.trainer.fit(cli.model)\n")
     assert {f.rule for f in fitted.findings} == {"dataloader_num_workers", "mixed_precision"}
 

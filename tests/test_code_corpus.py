@@ -124,3 +124,48 @@ def test_every_after_replaces_exactly_the_lines_its_finding_names():
                 pytest.fail(f"{where}: the file no longer parses: {error}", pytrace=False)
             checked += 1
     assert checked >= 50
+
+
+def with_every_fix(text: str, findings: Iterable[CodeFinding]) -> str:
+    """The file with every fix that has an `after` applied, from the bottom up; of fixes whose
+    lines overlap (two keywords of one DataLoader), the lowest is taken and the others, which
+    were written against the lines as they were, are left for the next pass."""
+    lines = text.split("\n")
+    taken_from = len(lines) + 1
+    for finding in sorted(findings, key=lambda f: (f.line, f.end_line), reverse=True):
+        if not finding.after or finding.end_line >= taken_from:
+            continue
+        lines[finding.line - 1 : finding.end_line] = finding.after.split("\n")
+        taken_from = finding.line
+    return "\n".join(lines)
+
+
+def leading_whitespace_kinds(text: str) -> set[str]:
+    return {
+        "tab" if line[0] == "\t" else "space"
+        for line in text.split("\n")
+        if line[:1] in ("\t", " ") and line.strip()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_applying_every_fix_of_a_program_leaves_it_parsing(name):
+    """Fix after fix, as a user following all the advice would, until no fix is left that
+    changes the files: each pass's files still parse, with the file's own indentation."""
+    files = program_files(name)
+    for _ in range(10):
+        findings = check_code(files, DGX, entry=EXPECTED[name]["entry"]).findings
+        changed = {}
+        for file, text in files.items():
+            fixed = with_every_fix(text, [f for f in findings if f.file == file])
+            try:
+                ast.parse(fixed)
+            except SyntaxError as error:
+                pytest.fail(f"{name}: {file} with its fixes no longer parses: {error}")
+            if leading_whitespace_kinds(text) == {"tab"}:
+                assert leading_whitespace_kinds(fixed) == {"tab"}, f"{name}: {file} mixes"
+            if fixed != text:
+                changed[file] = fixed
+        if not changed:
+            return
+        files = {**files, **changed}

@@ -272,8 +272,17 @@ EXPECTED = {
         "entry": "slurm_job_workers.py",
         "findings": {("dataloader_num_workers", C, "slurm_job_workers.py", 116)},
     },
-    # Neither trains nor evaluates (no model): nothing is said, not even about its DataLoader.
-    "dataset_statistics.py": {"entry": "dataset_statistics.py", "findings": set()},
+    # Neither trains nor evaluates (no model): no program-wide rule, but its own lines are read
+    # like any other (issue 41, "no gates"): a loader in the main process, zeros made then moved.
+    "dataset_statistics.py": {
+        "entry": "dataset_statistics.py",
+        "findings": {
+            ("dataloader_num_workers", C, "dataset_statistics.py", 12),
+            ("dataloader_pin_memory", C, "dataset_statistics.py", 12),
+            ("tensor_created_then_moved", C, "dataset_statistics.py", 14),
+            ("tensor_created_then_moved", C, "dataset_statistics.py", 15),
+        },
+    },
     # torch.nn.DataParallel twice, ConvTranspose2d + BN, cudnn.benchmark through an alias.
     "dcgan_faces.py": {
         "entry": "dcgan_faces.py",
