@@ -1,4 +1,4 @@
-"""Where a tensor that is moved to the GPU was made: the factory calls (torch.zeros, torch.arange...)
+"""Where a tensor moved to the GPU was made: the factory calls (torch.zeros, torch.arange...)
 inside the expression moved, through the operations that keep a tensor where it is (arithmetic
 with Python numbers, torch.exp, .long(), .view()...), or in the one helper function it calls.
 
@@ -102,6 +102,7 @@ _SAME_DEVICE_METHODS = frozenset(
         "flip",
         "tril",
         "triu",
+        "repeat_interleave",
         "mul",
         "add",
         "sub",
@@ -163,8 +164,9 @@ def _has_starred(call: ast.Call) -> bool:
 
 
 def _made(program: Program, expr: ast.AST) -> _Made | None:
-    """(factories, operands not known to be numbers) where `expr` is built from factories and numbers alone; None where
-    something else (a tensor of the program's, a call the checker does not know) is in it."""
+    """(factories, operands not known to be numbers) where `expr` is built from factories,
+    with operations that keep a tensor on its device; None where it is not (data, a model, a
+    call the checker does not know)."""
     if isinstance(expr, ast.Call):
         qualname = program.qualname(expr.func) or ""
         if qualname in FACTORIES:
@@ -254,9 +256,19 @@ def _number(program: Program, expr: ast.AST, depth: int) -> bool:
 
 
 def _bindings(program: Program, name: ast.Name) -> list[ast.AST]:
-    """Where `name` gets its value in the scope it is read in (its function, else the module):
-    assignments, loops, parameters; a name bound any other way gives [None]."""
+    """Where `name` gets its value in the nearest scope that binds it (a class body is not
+    seen from its methods): assignments, loops, parameters; bound any other way, None."""
     scope = program.scope_of(name)
+    while True:
+        found = _bindings_in(program, scope, name)
+        if found or scope is program.tree:
+            return found
+        scope = program.scope_of(scope)
+        while isinstance(scope, ast.ClassDef):
+            scope = program.scope_of(scope)
+
+
+def _bindings_in(program: Program, scope: ast.AST, name: ast.Name) -> list:
     found: list = []
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         arguments = scope.args
@@ -285,13 +297,18 @@ def _bindings(program: Program, name: ast.Name) -> list[ast.AST]:
                 found.append(("loop", node.iter))
             elif _binds(node.target, name.id):
                 found.append(None)
-        elif isinstance(node, (ast.withitem, ast.Import, ast.ImportFrom, ast.Global)):
-            if _binds(getattr(node, "optional_vars", None), name.id) or any(
-                (getattr(a, "asname", None) or getattr(a, "name", a)) == name.id
-                for a in getattr(node, "names", ())
-            ):
-                found.append(None)
+        elif _binds_unseen(node, name.id):
+            found.append(None)
     return found
+
+
+def _binds_unseen(node: ast.AST, name: str) -> bool:
+    """`with ... as name`, `import name`, `global name`: bound to what the file does not say."""
+    if isinstance(node, ast.withitem):
+        return _binds(node.optional_vars, name)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name).split(".")[0] == name for a in node.names)
+    return isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
 
 
 def _binds(target: ast.AST | None, name: str) -> bool:

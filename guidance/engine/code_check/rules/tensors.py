@@ -126,7 +126,7 @@ def _edits(program: Program, move: ast.Call, made: Origin, device: str) -> list[
     after_parens, count = closing
     edits = [e for f in made.factories for e in keyword_edits(program, f, {"device": device})]
     parent = program.parents.get(move)
-    alone = isinstance(parent, _ALONE) or isinstance(parent, ast.Call) and move in parent.args
+    alone = isinstance(parent, _ALONE) or (isinstance(parent, ast.Call) and move in parent.args)
     if count and alone:
         start = program.start(move)
         edits += [
