@@ -144,7 +144,7 @@ _Made = tuple[list[ast.Call], list[ast.AST]]  # factories, operands not known to
 def origin(program: Program, expr: ast.AST, helpers: "Helpers") -> Origin | None:
     """The factories `expr` is made from, None where it is not made from any (data, a model,
     something the checker cannot see)."""
-    found = _made(program, expr)
+    found = None if isinstance(expr, (ast.List, ast.Tuple)) else _made(program, expr)
     if found is not None:
         factories, unplaced = found
         leaf = any(k.arg == "requires_grad" for f in factories for k in f.keywords)
