@@ -780,20 +780,22 @@ def test_moves_of_what_is_not_made_on_the_cpu_here_are_said_at_most_once(line):
     assert len(found(result, "tensor_created_then_moved")) <= ("torch.ones(3).to" in line)
 
 
-def test_a_tab_indented_program_gets_fixes_indented_with_tabs():
+@pytest.mark.parametrize("unit", ["\t", "  "])
+def test_fixes_are_indented_as_the_program_is(unit):
     source = (
         "import torch\n\n\ndef evaluate(model, loader):\n\tmodel.eval()\n\tcorrect = 0\n"
         "\tfor x, y in loader:\n\t\tcorrect += (model(x.cuda()).argmax(1) == y.cuda()).sum()\n"
         "\treturn correct\n"
-    )
+    ).replace("\t", unit)
     finding = one(check(source + TRAINS), "no_grad_evaluation")
-    assert "\twith torch.no_grad():\n\t\tcorrect = 0\n\t\tfor" in finding.after
-    assert " " not in "".join(
-        line[: len(line) - len(line.lstrip())] for line in finding.after.split("\n")
-    )
+    wrapped = "\twith torch.no_grad():\n\t\tcorrect = 0\n\t\tfor".replace("\t", unit)
+    assert wrapped in finding.after
     lines = source.split("\n")
     lines[finding.line - 1 : finding.end_line] = [finding.after]
     ast.parse("\n".join(lines))
+    if unit == "\t":
+        indents = [line[: len(line) - len(line.lstrip())] for line in finding.after.split("\n")]
+        assert " " not in "".join(indents)
 
 
 # --- no_grad for evaluation -------------------------------------------------------------------

@@ -5,6 +5,7 @@ program gets exactly the findings the rule contract calls for (expectations.py, 
 the checker was run): every one of them, at its line, and nothing else."""
 
 import ast
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from guidance.engine import Cluster, Policy
 from guidance.engine.code_check import CodeCheck, CodeFinding, check_code
 from guidance.engine.code_check.catalogue import RULES
+from guidance.engine.code_check.made_on_cpu import FACTORIES
 from tests.code_corpus.expectations import EXPECTED
 
 CORPUS = Path(__file__).parent / "code_corpus"
@@ -169,3 +171,30 @@ def test_applying_every_fix_of_a_program_leaves_it_parsing(name):
         if not changed:
             return
         files = {**files, **changed}
+
+
+def calls_given_a_device(text: str) -> Counter:
+    return Counter(
+        ast.unparse(node.func)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call) and any(k.arg == "device" for k in node.keywords)
+    )
+
+
+def test_a_tensor_fix_gives_device_only_to_torchs_factories():
+    """device= added to a call that does not take it (torch.exp, a helper, a Python number)
+    would raise: every call a created-then-moved fix gives a device makes a tensor."""
+    checked = 0
+    for name, expected in sorted(EXPECTED.items()):
+        files = program_files(name)
+        for finding in check_code(files, DGX, entry=expected["entry"]).findings:
+            if finding.rule != "tensor_created_then_moved" or not finding.after:
+                continue
+            lines = files[finding.file].split("\n")
+            lines[finding.line - 1 : finding.end_line] = [finding.after]
+            added = calls_given_a_device("\n".join(lines)) - calls_given_a_device(
+                files[finding.file]
+            )
+            assert added and set(added) <= FACTORIES, (name, finding.line, added)
+            checked += 1
+    assert checked >= 8
