@@ -728,6 +728,7 @@ def test_a_tensor_made_then_changed_then_moved_is_made_on_the_device(line, after
         "z = (torch.randn(n, d) * scale).to(device)",  # scale may be a CPU tensor
         "z = (torch.randn(n, d) + bias_table[0]).to(device)",
         "g = torch.zeros(3, requires_grad=True).to(device)",  # the leaf would change
+        "k = (torch.zeros(3, **options) * 2).to(device)",  # options may name a device
     ],
 )
 def test_a_move_that_cannot_be_rewritten_safely_is_said_without_an_after(line):

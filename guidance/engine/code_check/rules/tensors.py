@@ -121,8 +121,8 @@ def _edits(program: Program, move: ast.Call, made: Origin, device: str) -> list[
     expression for the move where the expression stands alone (an assignment, an argument)."""
     receiver = move.func.value  # type: ignore[attr-defined]
     closing = _closing_parentheses(program, receiver)
-    if closing is None:
-        return None
+    if closing is None or any(k.arg is None for f in made.factories for k in f.keywords):
+        return None  # a `**kw` spread may hold a device already: device= twice would raise
     after_parens, count = closing
     edits = [e for f in made.factories for e in keyword_edits(program, f, {"device": device})]
     parent = program.parents.get(move)
