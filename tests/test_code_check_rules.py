@@ -456,9 +456,10 @@ def test_empty_and_wrong_shaped_input_gives_an_empty_check():
     assert check_code({"a.py": ""}, DGX).findings == ()
 
 
-def test_a_program_that_neither_trains_nor_evaluates_gets_nothing_said():
+def test_a_program_that_neither_trains_nor_evaluates_still_has_its_lines_read():
     result = check("from torch.utils.data import DataLoader\nl = DataLoader(ds)\n")
-    assert result.findings == ()
+    assert result.trains_or_evaluates is False
+    assert {f.rule for f in result.findings} == {"dataloader_num_workers", "dataloader_pin_memory"}
 
 
 # --- order, the cluster's settings, what was measured -----------------------------------------
@@ -685,6 +686,119 @@ def test_moving_data_a_model_or_a_dtype_is_not_this_rule():
     assert not found(result, "tensor_created_then_moved")
 
 
+@pytest.mark.parametrize(
+    ("line", "after"),
+    [
+        (
+            "e = torch.exp(torch.arange(n)).to(device)",
+            "e = torch.exp(torch.arange(n, device=device))",
+        ),
+        (
+            "y = (torch.ones(n) * i).long().to(device)",
+            "y = (torch.ones(n, device=device) * i).long()",
+        ),
+        (
+            "z = (torch.randn(n, d) * std + mean).to(device)",
+            "z = torch.randn(n, d, device=device) * std + mean",
+        ),
+        ("u = (torch.rand(n) * 2 - 1).cuda()", 'u = torch.rand(n, device="cuda") * 2 - 1'),
+        (
+            "h = torch.arange(n)[None, :].to(device).float()",
+            "h = torch.arange(n, device=device)[None, :].float()",
+        ),
+        (
+            "w = torch.cat([torch.zeros(n), torch.ones(n)]).to(device)",
+            "w = torch.cat([torch.zeros(n, device=device), torch.ones(n, device=device)])",
+        ),
+    ],
+)
+def test_a_tensor_made_then_changed_then_moved_is_made_on_the_device(line, after):
+    source = (
+        "import torch\n\ndef f(n: int, d: int, device, std=1.0, mean=0.0):\n"
+        f"    for i in range(n):\n        {line}\n"
+    )
+    finding = one(check(source + TRAINS), "tensor_created_then_moved")
+    assert (finding.line, finding.after) == (5, f"        {after}")
+    ast.parse(source.replace(line, after))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "z = (torch.randn(n, d) * scale).to(device)",  # scale may be a CPU tensor
+        "z = (torch.randn(n, d) + bias_table[0]).to(device)",
+        "g = torch.zeros(3, requires_grad=True).to(device)",  # the leaf would change
+        "k = (torch.zeros(3, **options) * 2).to(device)",  # options may name a device
+    ],
+)
+def test_a_move_that_cannot_be_rewritten_safely_is_said_without_an_after(line):
+    source = f"import torch\n\ndef f(n, d, scale, bias_table, device):\n    {line}\n"
+    finding = one(check(source + TRAINS), "tensor_created_then_moved")
+    assert finding.after == "" and finding.before == f"    {line}"
+
+
+def test_a_helpers_tensor_moved_by_its_caller_is_said_at_the_call():
+    result = check(
+        """
+        import torch
+
+        def make_noise(n):
+            return torch.randn(n, 100)
+
+        z = make_noise(8).to(device)
+        """
+        + TRAINS
+    )
+    finding = one(result, "tensor_created_then_moved")
+    assert (finding.line, finding.after) == (7, "")
+    assert "`make_noise` (this file, line 4)" in finding.message
+    assert "make_noise(..., device=device)" in finding.fix
+
+
+def test_a_helper_in_another_file_is_followed_one_level():
+    files = {
+        "train.py": "import torch\nfrom noise import make_noise\nz = make_noise(8).cuda()\n"
+        + TRAINS,
+        "noise.py": "import torch\n\ndef make_noise(n):\n    return torch.rand(n, 100) * 2 - 1\n",
+    }
+    finding = one(check_code(files, DGX), "tensor_created_then_moved")
+    assert (finding.file, finding.line) == ("train.py", 3)
+    assert "noise.py, line 3" in finding.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x = (batch * 2).to(device)",  # data, not made here
+        "x = torch.from_numpy(a).to(device)",  # from_numpy takes no device
+        "x = (torch.ones(3, device=device) * 2).to(device)",
+        "x = (torch.ones(3).to(device) * 2).to(device)",  # said once, at the inner move
+        "x = (torch.ones(3) * 2).to(torch.float16)",
+    ],
+)
+def test_moves_of_what_is_not_made_on_the_cpu_here_are_said_at_most_once(line):
+    result = check(f"import torch\n{line}\n" + TRAINS)
+    assert len(found(result, "tensor_created_then_moved")) <= ("torch.ones(3).to" in line)
+
+
+@pytest.mark.parametrize("unit", ["\t", "  "])
+def test_fixes_are_indented_as_the_program_is(unit):
+    source = (
+        "import torch\n\n\ndef evaluate(model, loader):\n\tmodel.eval()\n\tcorrect = 0\n"
+        "\tfor x, y in loader:\n\t\tcorrect += (model(x.cuda()).argmax(1) == y.cuda()).sum()\n"
+        "\treturn correct\n"
+    ).replace("\t", unit)
+    finding = one(check(source + TRAINS), "no_grad_evaluation")
+    wrapped = "\twith torch.no_grad():\n\t\tcorrect = 0\n\t\tfor".replace("\t", unit)
+    assert wrapped in finding.after
+    lines = source.split("\n")
+    lines[finding.line - 1 : finding.end_line] = [finding.after]
+    ast.parse("\n".join(lines))
+    if unit == "\t":
+        indents = [line[: len(line) - len(line.lstrip())] for line in finding.after.split("\n")]
+        assert " " not in "".join(indents)
+
+
 # --- no_grad for evaluation -------------------------------------------------------------------
 
 
@@ -796,6 +910,27 @@ def test_hand_written_attention_is_flagged_at_the_softmax():
     assert "F.scaled_dot_product_attention(q, k, v)" in finding.fix
 
 
+def test_the_attention_fix_says_the_weights_are_no_longer_returned_and_dropout_is_for_training():
+    program = """\
+    import torch
+    from torch import nn
+
+    class Attention(nn.Module):
+        def __init__(self, p):
+            super().__init__()
+            self.attn_dropout = nn.Dropout(p)
+
+        def forward(self, q, k, v):
+            attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+            attn = self.attn_dropout(attn)
+            return attn @ v, attn
+    """
+    fix = one(check(program), "manual_attention").fix
+    assert "returns the attention weights (`attn`)" in fix
+    assert "no longer returns them" in fix
+    assert "dropout_p=self.attn_dropout.p if self.training else 0.0" in fix
+
+
 def test_attention_with_a_fused_branch_or_a_plain_softmax_is_quiet():
     fallback = ATTENTION.replace(
         "        scores = q @",
@@ -839,6 +974,31 @@ def test_deterministic_transforms_or_a_program_that_does_not_train_are_quiet():
     assert not found(check(deterministic + TRAINS), "cpu_augmentation")
     inference = "from torchvision.transforms import v2\nt = v2.RandomCrop(32)\nmodel.eval()\n"
     assert not found(check(inference), "cpu_augmentation")
+
+
+def test_a_model_file_alone_has_its_conv_bias_flagged():
+    model = """\
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv = nn.Conv2d(c, c, 3, padding=1)
+            self.bn = nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            return self.bn(self.conv(x))
+    """
+    result = check(model)
+    assert result.trains_or_evaluates is False
+    assert one(result, "conv_bias_before_batchnorm").line == 6
+
+
+def test_random_augmentations_in_a_dataset_module_sent_alone_are_flagged():
+    dataset = "from torchvision.transforms import v2\nt = v2.RandomCrop(32)\n"
+    result = check(dataset)
+    assert result.trains_or_evaluates is False
+    assert one(result, "cpu_augmentation").line == 2
 
 
 # --- programs that follow the advice ----------------------------------------------------------
@@ -1059,7 +1219,7 @@ def test_a_program_pinned_to_the_cpu_gets_no_program_wide_rule(device):
     assert not {f.rule for f in result.findings} & PROGRAM_WIDE
 
 
-def test_a_script_that_neither_trains_nor_evaluates_gets_nothing_whatever_its_device():
+def test_a_script_that_neither_trains_nor_evaluates_gets_no_program_wide_rule():
     statistics = """\
     import torch
     from torch.utils.data import DataLoader
@@ -1067,7 +1227,10 @@ def test_a_script_that_neither_trains_nor_evaluates_gets_nothing_whatever_its_de
     loader = DataLoader(images, batch_size=64)
     total = sum(batch.to(device).sum() for batch in loader)
     """
-    assert not check(statistics).findings
+    result = check(statistics)
+    assert result.trains_or_evaluates is False
+    assert not {f.rule for f in result.findings} & PROGRAM_WIDE
+    assert {f.rule for f in result.findings} == {"dataloader_num_workers", "dataloader_pin_memory"}
 
 
 def test_cudnn_benchmark_off_for_determinism_is_a_question_and_off_alone_a_change():
@@ -1219,7 +1382,8 @@ def test_lightning_cli_with_run_false_trains_through_its_trainers_fit():
     not_run = CLI.replace("LightningCLI(", "cli = LightningCLI(").replace(
         "},\n)", "},\n    run=False,\n)"
     )
-    assert not check(not_run).findings  # built but never fitted: nothing trains
+    # Built but never fitted: nothing trains, so no program-wide rule; its loader is still read.
+    assert {f.rule for f in check(not_run).findings} == {"dataloader_num_workers"}
     fitted = check(not_run + "cli.trainer.fit(cli.model)\n")
     assert {f.rule for f in fitted.findings} == {"dataloader_num_workers", "mixed_precision"}
 

@@ -5,6 +5,7 @@ program gets exactly the findings the rule contract calls for (expectations.py, 
 the checker was run): every one of them, at its line, and nothing else."""
 
 import ast
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from guidance.engine import Cluster, Policy
 from guidance.engine.code_check import CodeCheck, CodeFinding, check_code
 from guidance.engine.code_check.catalogue import RULES
+from guidance.engine.code_check.made_on_cpu import FACTORIES
 from tests.code_corpus.expectations import EXPECTED
 
 CORPUS = Path(__file__).parent / "code_corpus"
@@ -124,3 +126,75 @@ def test_every_after_replaces_exactly_the_lines_its_finding_names():
                 pytest.fail(f"{where}: the file no longer parses: {error}", pytrace=False)
             checked += 1
     assert checked >= 50
+
+
+def with_every_fix(text: str, findings: Iterable[CodeFinding]) -> str:
+    """The file with every fix that has an `after` applied, from the bottom up; of fixes whose
+    lines overlap (two keywords of one DataLoader), the lowest is taken and the others, which
+    were written against the lines as they were, are left for the next pass."""
+    lines = text.split("\n")
+    taken_from = len(lines) + 1
+    for finding in sorted(findings, key=lambda f: (f.line, f.end_line), reverse=True):
+        if not finding.after or finding.end_line >= taken_from:
+            continue
+        lines[finding.line - 1 : finding.end_line] = finding.after.split("\n")
+        taken_from = finding.line
+    return "\n".join(lines)
+
+
+def leading_whitespace_kinds(text: str) -> set[str]:
+    return {
+        "tab" if line[0] == "\t" else "space"
+        for line in text.split("\n")
+        if line[:1] in ("\t", " ") and line.strip()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_applying_every_fix_of_a_program_leaves_it_parsing(name):
+    """Fix after fix, as a user following all the advice would, until no fix is left that
+    changes the files: each pass's files still parse, with the file's own indentation."""
+    files = program_files(name)
+    for _ in range(10):
+        findings = check_code(files, DGX, entry=EXPECTED[name]["entry"]).findings
+        changed = {}
+        for file, text in files.items():
+            fixed = with_every_fix(text, [f for f in findings if f.file == file])
+            try:
+                ast.parse(fixed)
+            except SyntaxError as error:
+                pytest.fail(f"{name}: {file} with its fixes no longer parses: {error}")
+            if leading_whitespace_kinds(text) == {"tab"}:
+                assert leading_whitespace_kinds(fixed) == {"tab"}, f"{name}: {file} mixes"
+            if fixed != text:
+                changed[file] = fixed
+        if not changed:
+            return
+        files = {**files, **changed}
+
+
+def calls_given_a_device(text: str) -> Counter:
+    return Counter(
+        ast.unparse(node.func)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call) and any(k.arg == "device" for k in node.keywords)
+    )
+
+
+def test_a_tensor_fix_gives_device_only_to_torchs_factories():
+    """device= added to a call that does not take it (torch.exp, a helper, a Python number)
+    would raise: every call a created-then-moved fix gives a device makes a tensor."""
+    checked = 0
+    for name, expected in sorted(EXPECTED.items()):
+        files = program_files(name)
+        for finding in check_code(files, DGX, entry=expected["entry"]).findings:
+            if finding.rule != "tensor_created_then_moved" or not finding.after:
+                continue
+            lines = files[finding.file].split("\n")
+            lines[finding.line - 1 : finding.end_line] = [finding.after]
+            added = calls_given_a_device("\n".join(lines)) - calls_given_a_device(
+                files[finding.file]
+            )
+            assert added and set(added) <= FACTORIES, (name, finding.line, added)
+            checked += 1
+    assert checked >= 8

@@ -99,7 +99,9 @@ EXPECTED = {
             ("tensor_created_then_moved", C, "conv_bn_forward.py", 64),
             ("zero_grad_set_to_none", C, "conv_bn_forward.py", 66),
         }
-        | wide("conv_bn_forward.py", "cudnn_benchmark", "mixed_precision", "channels_last"),
+        | wide(
+            "conv_bn_forward.py", "cudnn_benchmark", "mixed_precision", "channels_last"
+        ),
     },
     # Softmax over masked q @ k^T scores; the softmax over logits in generate() is not attention.
     "gpt_manual_attention.py": {
@@ -150,9 +152,18 @@ EXPECTED = {
             ("dataloader_prefetch_factor", C, "lightning_v1.py", 33),
             ("dataloader_prefetch_factor", C, "lightning_v1.py", 36),
         }
-        | wide("lightning_v1.py", "cudnn_benchmark", "tf32", "torch_compile", "channels_last"),
+        | wide(
+            "lightning_v1.py",
+            "cudnn_benchmark",
+            "tf32",
+            "torch_compile",
+            "channels_last",
+        ),
     },
-    "lightning_v2_exemplary.py": {"entry": "lightning_v2_exemplary.py", "findings": set()},
+    "lightning_v2_exemplary.py": {
+        "entry": "lightning_v2_exemplary.py",
+        "findings": set(),
+    },
     # Trainer(precision=args.precision): a question at that argument; benchmark=True counts.
     "lightning_args.py": {
         "entry": "lightning_args.py",
@@ -233,7 +244,11 @@ EXPECTED = {
             ("dataloader_prefetch_factor", C, "inference_classify.py", 21),
         }
         | wide(
-            "inference_classify.py", "cudnn_benchmark", "tf32", "mixed_precision", "channels_last"
+            "inference_classify.py",
+            "cudnn_benchmark",
+            "tf32",
+            "mixed_precision",
+            "channels_last",
         ),
     },
     # Module-level .eval() with the model called outside no_grad; model.half() is reduced precision.
@@ -272,8 +287,17 @@ EXPECTED = {
         "entry": "slurm_job_workers.py",
         "findings": {("dataloader_num_workers", C, "slurm_job_workers.py", 116)},
     },
-    # Neither trains nor evaluates (no model): nothing is said, not even about its DataLoader.
-    "dataset_statistics.py": {"entry": "dataset_statistics.py", "findings": set()},
+    # Neither trains nor evaluates (no model): no program-wide rule, but its own lines are read
+    # like any other (issue 41, "no gates"): a loader in the main process, zeros made then moved.
+    "dataset_statistics.py": {
+        "entry": "dataset_statistics.py",
+        "findings": {
+            ("dataloader_num_workers", C, "dataset_statistics.py", 12),
+            ("dataloader_pin_memory", C, "dataset_statistics.py", 12),
+            ("tensor_created_then_moved", C, "dataset_statistics.py", 14),
+            ("tensor_created_then_moved", C, "dataset_statistics.py", 15),
+        },
+    },
     # torch.nn.DataParallel twice, ConvTranspose2d + BN, cudnn.benchmark through an alias.
     "dcgan_faces.py": {
         "entry": "dcgan_faces.py",
@@ -286,7 +310,13 @@ EXPECTED = {
             ("zero_grad_set_to_none", D, "dcgan_faces.py", 113),
             ("zero_grad_set_to_none", D, "dcgan_faces.py", 124),
         }
-        | wide("dcgan_faces.py", "tf32", "mixed_precision", "torch_compile", "channels_last"),
+        | wide(
+            "dcgan_faces.py",
+            "tf32",
+            "mixed_precision",
+            "torch_compile",
+            "channels_last",
+        ),
     },
     # Three files: findings land in the file they are about; program-wide ones in the entry.
     "resnet_project": {
@@ -309,5 +339,53 @@ EXPECTED = {
             ("dataloader_pin_memory", C, "data.py", 33),
         }
         | wide("train.py", "torch_compile"),
+    },
+    # --- issue 41: created-then-moved through nesting, no gates, tabs ----------------------
+    # Made then moved through torch.exp and arithmetic, torch.cumprod, .long(), .cuda(), and a
+    # helper's result moved by its caller; the batch and randn_like moves are not this rule.
+    "ddpm_mnist.py": {
+        "entry": "ddpm_mnist.py",
+        "findings": {
+            ("tensor_created_then_moved", C, "ddpm_mnist.py", 16),
+            ("tensor_created_then_moved", C, "ddpm_mnist.py", 23),
+            ("tensor_created_then_moved", C, "ddpm_mnist.py", 49),
+            ("tensor_created_then_moved", C, "ddpm_mnist.py", 50),
+            ("tensor_created_then_moved", C, "ddpm_mnist.py", 72),
+        }
+        | wide("ddpm_mnist.py", "mixed_precision", "tf32", "torch_compile"),
+    },
+    # Helpers alone, nothing trains: each latent or label tensor is made on the CPU and moved.
+    "gan_sampling.py": {
+        "entry": "gan_sampling.py",
+        "findings": {
+            ("tensor_created_then_moved", C, "gan_sampling.py", 8),
+            ("tensor_created_then_moved", C, "gan_sampling.py", 12),
+            ("tensor_created_then_moved", C, "gan_sampling.py", 17),
+        },
+    },
+    # A model module alone: conv1, the shortcut's conv and the stem's keep a bias the batch
+    # norm cancels; conv2 already has bias=False.
+    "resnet_blocks.py": {
+        "entry": "resnet_blocks.py",
+        "findings": {
+            ("conv_bias_before_batchnorm", C, "resnet_blocks.py", 12),
+            ("conv_bias_before_batchnorm", C, "resnet_blocks.py", 19),
+            ("conv_bias_before_batchnorm", C, "resnet_blocks.py", 30),
+        },
+    },
+    # An attention module alone, returning its attention maps.
+    "attention_block.py": {
+        "entry": "attention_block.py",
+        "findings": {("manual_attention", C, "attention_block.py", 22)},
+    },
+    # Tab-indented throughout: the no_grad fix wraps the loop with tabs, not spaces.
+    "tabs_fashion_mnist.py": {
+        "entry": "tabs_fashion_mnist.py",
+        "findings": {
+            ("conv_bias_before_batchnorm", C, "tabs_fashion_mnist.py", 14),
+            ("no_grad_evaluation", C, "tabs_fashion_mnist.py", 27),
+            ("zero_grad_set_to_none", D, "tabs_fashion_mnist.py", 51),
+        }
+        | wide("tabs_fashion_mnist.py", *WIDE),
     },
 }

@@ -12,7 +12,7 @@ from dataclasses import replace
 from guidance.engine.code_check.context import Project
 from guidance.engine.code_check.findings import CodeCheck, CodeFinding, Kind, Measured, Unreadable
 from guidance.engine.code_check.program import NotPython, Program, parse_program
-from guidance.engine.code_check.rules import ANYWHERE, LOCATED, PROGRAM_WIDE, REPORTS
+from guidance.engine.code_check.rules import LOCATED, PROGRAM_WIDE, REPORTS
 from guidance.engine.types import Cluster
 
 MAX_FILE_BYTES = 500_000
@@ -69,13 +69,13 @@ def _check(
     located = [rule for rule in LOCATED if not _switched_off(rule, off)]
     program_wide = [rule for rule in PROGRAM_WIDE if not _switched_off(rule, off)]
     active = _safe(lambda: project.trains or project.evaluates, "program facts", order[0])
-    # A file whose loop lives in a module that was not sent still has its DataParallel or
-    # anomaly detection flagged: those cost every step wherever the loop is.
+    # Every located rule reads every file: a model file, a sampling helper or an attention
+    # module sent alone has the same lines as one sent with its loop, which may simply live
+    # in a module that was not sent. Whether anything trains is said beside the findings.
     for program in programs:
         values = project.values[program.name]
         for rule in located:
-            if active or rule in ANYWHERE:
-                findings += _run(rule, program.name, project, program, values)
+            findings += _run(rule, program.name, project, program, values)
     if active:
         for rule in program_wide:
             findings += _run(rule, project.entry.name, project)

@@ -84,8 +84,9 @@ class CodeCheck:
     findings: tuple[CodeFinding, ...] = ()  # changes by impact, then entry first, then line
     unreadable: tuple[Unreadable, ...] = ()
     files: tuple[str, ...] = ()  # the files read, entry first
-    # False: no file trains or evaluates a model, so the rules about training had nothing to
-    # look at; "nothing to change" would then be a claim the check cannot make.
+    # False: no file trains or evaluates a model. A note, not a switch: every file's lines were
+    # still checked, but the program-wide rules (mixed precision, TF32, torch.compile...) had
+    # no training to look at, so "nothing to change" would be a claim the check cannot make.
     trains_or_evaluates: bool = True
 
     @property

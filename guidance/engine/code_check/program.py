@@ -77,6 +77,19 @@ class Program:
         text = self.lines[line - 1]
         return text[: len(text) - len(text.lstrip())]
 
+    @cached_property
+    def indent_unit(self) -> str:
+        """One level of indentation as the file writes it (a tab, two or four spaces): the
+        first block's body against its header. Four spaces where the file has no block."""
+        for node in ast.walk(self.tree):
+            body = getattr(node, "body", None)
+            if not isinstance(node, ast.stmt) or not isinstance(body, list) or not body:
+                continue
+            inner, outer = self.indent(body[0].lineno), self.indent(node.lineno)
+            if body[0].lineno != node.lineno and inner.startswith(outer) and inner != outer:
+                return inner[len(outer) :]
+        return "    "
+
     # --- what nodes are ----------------------------------------------------------------
 
     def qualname(self, node: ast.AST | None) -> str | None:

@@ -169,7 +169,7 @@ def wrap_in_with(program: Program, head: ast.stmt, body: list[ast.stmt], header:
     indent = program.indent(body[0].lineno)
     head_text = program.line_text(first, head.end_lineno or head.lineno)
     rest = [
-        ("    " + line) if line.strip() else line
+        (program.indent_unit + line) if line.strip() else line
         for line in program.lines[(head.end_lineno or head.lineno) : last]
     ]
     return Snippet(before, "\n".join([head_text, f"{indent}with {header}:", *rest]), first, last)
@@ -259,5 +259,5 @@ def _one_per_line(
     opening = line_text.index("(", opening) + 1
     closing = program.end(call)[1]
     indent = program.indent(call.lineno)
-    inner = "".join(f"{indent}    {text},\n" for text in texts)
+    inner = "".join(f"{indent}{program.indent_unit}{text},\n" for text in texts)
     return f"{line_text[:opening]}\n{inner}{indent}){line_text[closing:]}"

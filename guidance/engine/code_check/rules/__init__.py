@@ -42,9 +42,6 @@ LOCATED = (
     check_tensor_created_then_moved,
     check_cpu_augmentation,
 )
-# Located rules said whether or not the files read train: what they flag costs every step of
-# a loop that may live in a module that was not sent.
-ANYWHERE = frozenset({check_data_parallel, check_debug_apis})
 PROGRAM_WIDE = (
     check_mixed_precision,
     check_cudnn_benchmark,

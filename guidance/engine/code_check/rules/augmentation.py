@@ -1,5 +1,5 @@
-"""Random augmentations built on the CPU (torchvision's transforms, albumentations), in a
-program that trains: they run in the loader for every sample while the GPU waits (003, "code
+"""Random augmentations built on the CPU (torchvision's transforms, albumentations), outside a
+program that only evaluates: they run in the loader for every sample while the GPU waits (003, "code
 tweaks to think about")."""
 
 from collections.abc import Iterator
@@ -34,7 +34,10 @@ def _random_augmentation(qualname: str) -> bool:
 def check_cpu_augmentation(
     project: Project, program: Program, values: Values
 ) -> Iterator[CodeFinding]:
-    if not project.trains:
+    # Random augmentations are there for training: a dataset module sent without its loop
+    # still runs them in the loader, sample by sample. A program that only evaluates uses
+    # them on purpose (test-time augmentation).
+    if project.evaluates and not project.trains:
         return
     calls = [
         call

@@ -233,9 +233,62 @@ def check_manual_attention(
             "fused, memory-efficient kernel.",
             "Replace the scores, the softmax, its dropout and the product with the values by "
             f"`F.scaled_dot_product_attention({q}, {k}, {v})` (torch.nn.functional), passing "
-            "attn_mask=, dropout_p= or is_causal=True as the hand-written code does.",
+            "attn_mask=, dropout_p= or is_causal=True as the hand-written code does. "
+            + _caveats(program, call),
             Snippet(program.line_text(first, last), "", first, last),
         )
+
+
+def _caveats(program: Program, softmax: ast.Call) -> str:
+    """What the fused kernel does differently: it returns no attention weights, and it drops
+    out whenever dropout_p > 0, in evaluation too (it does not see the module's mode)."""
+    function = program.function_of(softmax)
+    parent = program.parents.get(softmax)
+    weights = program.segment(parent.targets[0]) if isinstance(parent, ast.Assign) else None
+    returned = weights is not None and any(
+        isinstance(node, ast.Return)
+        and node.value is not None
+        and any(isinstance(n, ast.Name) and n.id == weights for n in ast.walk(node.value))
+        for node in program.walk_scope(function)
+    )
+    said = (
+        f"This code returns the attention weights (`{weights}`); the fused kernel does not "
+        "compute them, so the module no longer returns them: code that reads them (plots, a "
+        "loss on them) must do without or compute them apart."
+        if returned
+        else "The fused kernel does not compute the attention weights: code that returns or "
+        "keeps them can no longer."
+    )
+    probability = _dropout_probability(program, function, softmax, weights)
+    in_a_module = any(isinstance(a, ast.ClassDef) for a in program.ancestors(softmax))
+    when = "if self.training else 0.0" if in_a_module else "while training, 0.0 in evaluation"
+    return (
+        f"{said} It also applies dropout whenever dropout_p > 0, in evaluation too: pass "
+        f"dropout_p={probability} {when}."
+    )
+
+
+def _dropout_probability(
+    program: Program, function: ast.AST, softmax: ast.Call, weights: str | None
+) -> str:
+    """The program's own expression for the attention dropout's probability: `self.drop.p`
+    for an nn.Dropout module applied to the weights, F.dropout's p; else a placeholder."""
+    for node in program.walk_scope(function):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        given = node.args[0]
+        on_weights = given is softmax or (
+            isinstance(given, ast.Name) and weights is not None and given.id == weights
+        )
+        name = program.segment(node.func)
+        if not on_weights or "drop" not in name.lower():
+            continue
+        if (program.qualname(node.func) or "").endswith("functional.dropout"):
+            p = next((k.value for k in node.keywords if k.arg == "p"), None)
+            p = p if p is not None else (node.args[1] if len(node.args) > 1 else None)
+            return program.segment(p) if p is not None else "0.5"
+        return f"{name}.p"
+    return "<its dropout probability>"
 
 
 def _softmax_inputs(program: Program, call: ast.Call) -> list[ast.AST]:
