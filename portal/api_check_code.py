@@ -69,9 +69,9 @@ class CheckCodeOut(Schema):
     )
     files: list[str] = Field(description="The files read, the entry point first.")
     trains_or_evaluates: bool = Field(
-        description="Whether any file read trains or evaluates a model. False: the checker had "
-        "nothing to check (a helper module alone, a data script), so no findings does not mean "
-        "nothing to change: send the file with the training loop and the modules it imports."
+        description="Whether any file read trains or evaluates a model. False: every line was "
+        "checked, but the program-wide rules (mixed precision, TF32, torch.compile) need the "
+        "training loop: send the file with it and the modules it imports."
     )
 
 

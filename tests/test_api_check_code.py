@@ -144,7 +144,7 @@ def test_it_says_whether_anything_trains_or_evaluates(client, seeded, secret, mo
     assert body["findings"] == [] and body["trains_or_evaluates"] is False
     spec = client.get("/api/v1/openapi.json").json()
     documented = spec["components"]["schemas"]["CheckCodeOut"]["properties"]
-    assert "nothing to check" in documented["trains_or_evaluates"]["description"]
+    assert "need the training loop" in documented["trains_or_evaluates"]["description"]
 
 
 def test_the_entry_point_comes_first_and_modules_are_checked_too(client, seeded, secret):

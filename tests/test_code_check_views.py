@@ -316,8 +316,9 @@ def test_checking_the_script_keeps_the_program_typed_beside_it(user_client, seed
 # --- A program that neither trains nor evaluates ----------------------------------------------
 
 NOTHING_CHECKED = (
-    "No training or evaluation found in these files: the checker had nothing to check. "
-    "Add the file with the training loop (or upload the modules it imports)."
+    "No training or evaluation found in these files. Every line was checked, but the "
+    "program-wide advice (mixed precision, TF32, torch.compile) needs the training loop: add "
+    "that file (or upload the modules it imports)."
 )
 HELPER = "def scale(x, factor=2):\n    return x * factor\n"
 

@@ -240,8 +240,9 @@ def test_a_program_with_no_training_in_the_files_read_is_not_said_to_follow_the_
     assert ProgramCheck.objects.get(job=job).trains_or_evaluates is False
     page = _page(user_client, job)
     assert (
-        "No training or evaluation found in the files read (train.py): the checker had nothing "
-        "to check; its loop may be in a module the portal could not read."
+        "No training or evaluation found in the files read (train.py): every line read was "
+        "checked, but the program-wide advice needs the training loop, which may be in a module "
+        "the portal could not read."
     ) in page
     assert "Nothing to change" not in page
 

@@ -37,8 +37,8 @@ class ProgramResult:
     questions: tuple[ShownFinding, ...]
     defaults: tuple[ShownFinding, ...]
     listings: tuple[FileListing, ...]
-    # False: no file trains or evaluates a model, so the checker had nothing to check and no
-    # finding does not mean nothing to change.
+    # False: no file trains or evaluates a model: the lines were checked, the program-wide
+    # rules had nothing to look at.
     trains_or_evaluates: bool = True
 
     @property
