@@ -242,7 +242,9 @@ def _with_finding_on_lines(monkeypatch, *lines: int) -> None:
     )
     checked = ScriptCheckForm.check
     monkeypatch.setattr(
-        ScriptCheckForm, "check", lambda form: replace(checked(form), notes=(finding,))
+        ScriptCheckForm,
+        "check",
+        lambda form, program=None: replace(checked(form, program), notes=(finding,)),
     )
 
 
@@ -286,7 +288,9 @@ def test_a_removed_line_shows_as_removed(user_client, seeded, monkeypatch):
         "-#SBATCH --mem=1T\n+#SBATCH --mem=32000M\n"
     )
     monkeypatch.setattr(
-        ScriptCheckForm, "check", lambda form: replace(checked(form), fixed=GOOD, diff=diff)
+        ScriptCheckForm,
+        "check",
+        lambda form, program=None: replace(checked(form, program), fixed=GOOD, diff=diff),
     )
     page = _page(_check(user_client))
     assert "<del>-#SBATCH --mem=1T</del><ins>+#SBATCH --mem=32000M</ins>" in page
@@ -377,3 +381,40 @@ def test_a_cluster_without_slurm_gets_no_listing_fix_or_composer(user_client, se
     assert 'data-code="not_slurm"' in page
     assert "Open in the composer" not in page
     assert 'id="line-1"' not in page
+
+
+# --- The program beside the script ----------------------------------------------------------
+
+FOUR_GPUS = GOOD.replace("#SBATCH --gres=gpu:1", "#SBATCH --gres=gpu:4")
+ONE_GPU = "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+
+
+def _with_program(client, program: str, script: str = FOUR_GPUS):
+    return client.post(
+        URL,
+        {"cluster": "narval", "script": script, "code-program": program, "code-file_name": "t.py"},
+    )
+
+
+def test_without_the_program_a_finding_that_hangs_on_it_is_a_question(user_client, seeded):
+    page = _page(_check(user_client, FOUR_GPUS))
+    finding = re.search(
+        r'<div class="finding[^"]*" data-code="multi_gpu_without_launcher"[^>]*>', page
+    )
+    assert 'data-basis="question"' in finding.group(0)
+    assert "A question: give the program to settle it" in page
+    assert "--gres=gpu:1" not in page  # the GPUs asked for are kept
+
+
+def test_the_program_beside_the_script_settles_it_and_the_download_follows(user_client, seeded):
+    raw = _with_program(user_client, ONE_GPU).content.decode()
+    page = html.unescape(raw)
+    assert 'data-basis="program"' in page
+    assert "From your program" in page
+    assert "Read with the training program below (t.py)" in page
+    download = user_client.post("/jobs/check/fixed/", _hidden(raw, "/jobs/check/fixed/"))
+    assert "#SBATCH --gres=gpu:1" in download.content.decode()
+    trainer = "from transformers import Trainer\nTrainer(model=m).train()\n"
+    assert 'data-code="multi_gpu_without_launcher"' not in _page(
+        _with_program(user_client, trainer)
+    )

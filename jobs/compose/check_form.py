@@ -98,5 +98,6 @@ class ScriptCheckForm(forms.Form):
         """The chosen cluster as the engine reads it (once a valid form has chosen one)."""
         return cluster_facts(self.cleaned_data["cluster"])
 
-    def check(self) -> ScriptCheck:
-        return check_script(self.cleaned_data["text"], self.facts)
+    def check(self, program: dict[str, str] | None = None) -> ScriptCheck:
+        """`program`: the files of the program the script starts, where the page was given it."""
+        return check_script(self.cleaned_data["text"], self.facts, program=program)

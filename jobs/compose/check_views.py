@@ -2,6 +2,7 @@
 script to download or to check again, and a link that opens the script in the composer. Beside
 it, the training program: pasted or uploaded, its findings against its numbered lines."""
 
+import json
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from guidance.engine import Scheduler
 from guidance.engine.script_check import ACCOUNT_PLACEHOLDER
 from guidance.nul import checks_nul_per_field
-from jobs.compose import from_script
+from jobs.compose import from_script, program_files
 from jobs.compose.check_form import ScriptCheckForm
 from jobs.compose.check_result import diff_lines, listing
 from jobs.compose.code_check_form import PREFIX, CodeCheckForm
@@ -31,7 +32,20 @@ def check(request: HttpRequest) -> HttpResponse:
         form = ScriptCheckForm(initial={"cluster": request.GET.get("cluster")})
         return render(request, "jobs/check.html", {"form": form} | _code_form(request))
     form = ScriptCheckForm(request.POST, request.FILES)
-    return render(request, "jobs/check.html", _checked(form) | _code_form(request))
+    return render(
+        request, "jobs/check.html", _checked(form, _program(request)) | _code_form(request)
+    )
+
+
+def _program(request: HttpRequest) -> dict[str, str] | None:
+    """The training program's files, where its boxes beside the script hold one that reads: the
+    script check then reads from it what hangs on the program. Its own errors wait for its own
+    button."""
+    sent = request.POST.copy()
+    # Without a cluster of its own (a form that sent only the script), the script's.
+    sent[f"{PREFIX}-cluster"] = sent.get(f"{PREFIX}-cluster") or sent.get("cluster", "")
+    form = CodeCheckForm(sent, request.FILES)
+    return form.cleaned_data["files"] if form.is_valid() else None
 
 
 @checks_nul_per_field
@@ -70,20 +84,40 @@ def check_fixed(request: HttpRequest) -> HttpResponse:
         return render(request, "jobs/check.html", _checked(form) | _code_form(request))
     # Nothing left to fix: the script as sent. So it is when the only fix was the line breaks,
     # which no form field keeps (browsers send CRLF, the form reads LF).
-    fixed = form.check().fixed
+    fixed = form.check(_program_sent(request)).fixed
     text = form.cleaned_data["text"] if fixed is None else fixed
     response = HttpResponse(text, content_type=SCRIPT_TYPE)
     response["Content-Disposition"] = f'attachment; filename="{FIXED_NAME}"'
     return response
 
 
-def _checked(form: ScriptCheckForm) -> dict:
+def _program_sent(request: HttpRequest) -> dict[str, str] | None:
+    """The program the page checked the script with, sent back with the download (uploads
+    cannot be chosen again): the download is the fix the page showed. Anything else: none."""
+    try:
+        files = json.loads(request.POST.get("program_files", ""))
+    except ValueError:
+        return None
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
+        return None
+    return files if files and not program_files.problems(files) else None
+
+
+def _checked(form: ScriptCheckForm, program: dict[str, str] | None = None) -> dict:
     """The page's context: the form, and once it is valid, what the check found."""
     if not form.is_valid():
         return {"form": form}
     text = form.cleaned_data["text"]
-    result = form.check()
-    context = {"form": form, "result": result, "checked_text": text}
+    result = form.check(program)
+    context = {
+        "form": form,
+        "result": result,
+        "checked_text": text,
+        "program_read": program,
+        "program_json": json.dumps(program) if program else "",
+    }
     if form.facts.scheduler != Scheduler.SLURM:
         return context  # no script runs there: nothing to list, fix or compose
     carried = from_script.carry(text, form.facts)
