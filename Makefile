@@ -1,6 +1,6 @@
 # make run   set up .venv, migrate, load guidance data, create an admin, serve until Ctrl-C
-# make test  install the dev tools, lint, run every test (PYTEST_ARGS="-k auth" narrows it), the
-#            ten-minute soak test beside the others
+# make test  install the dev tools, lint, run every test (PYTEST_ARGS="-k auth" narrows it): the
+#            ones that need no service and the ten-minute soak test beside the others
 # make test-fast  lint and the tests that need no service (dev cluster, Chromium, sshd, Redis)
 
 VENV := .venv
@@ -47,20 +47,31 @@ run: venv
 	fi && \
 	exec $(BIN)/python manage.py serve
 
-# The tests import the settings, which need SECRET_KEY unless DEBUG is true. The soak test (ten
-# minutes of a mostly idle worker) runs beside the others rather than after them, in a folder and
-# without a cache of its own; its output follows theirs. Status 5 is "no test selected": a
-# PYTEST_ARGS that picks none of the soak run's tests is not a failure.
+# The tests import the settings, which need SECRET_KEY unless DEBUG is true. Three runs at once,
+# each in a folder and (but the main one) without a cache of its own, their output one after
+# another: the tests that wait on the dev cluster, Chromium, servers and workers, one at a time
+# (they share the cluster's few GPUs); beside them the tests that need none of these, over two
+# processes (-n 2: each its own test database), which the waiting leaves the CPUs to; and the soak
+# test (ten minutes of a mostly idle worker). Status 5 is "no test selected": a PYTEST_ARGS that
+# picks none of a side run's tests is not a failure; a `-m` in it chooses the main run's tests only
+# (the side runs' own -m, given last, wins there).
+SIDE_PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
 test: lint
 	@sh scripts/install-test-deps
-	@export DEBUG="$${DEBUG:-true}"; soak_dir=$$(mktemp -d); \
-	$(BIN)/python -m pytest -m soak -p no:cacheprovider --basetemp="$$soak_dir/tmp" $(PYTEST_ARGS) \
-		>"$$soak_dir/output" 2>&1 & soak=$$!; \
-	$(BIN)/python -m pytest -m "not soak" -n 3 --dist loadgroup $(PYTEST_ARGS); others=$$?; \
-	wait $$soak; soaked=$$?; \
+	@export DEBUG="$${DEBUG:-true}"; side=$$(mktemp -d); \
+	$(SIDE_PYTEST) $(PYTEST_ARGS) -m soak --basetemp="$$side/soak" >"$$side/soak.out" 2>&1 & \
+	soak=$$!; \
+	$(SIDE_PYTEST) $(PYTEST_ARGS) -m "not (soak or cluster or browser or service)" -n 2 \
+		--basetemp="$$side/quick" >"$$side/quick.out" 2>&1 & quick=$$!; \
+	$(BIN)/python -m pytest -m "(cluster or browser or service) and not soak" $(PYTEST_ARGS); \
+	waiting=$$?; \
+	wait $$quick; quicked=$$?; wait $$soak; soaked=$$?; \
+	echo "--- the tests that need no service (-n 2), run beside these, exited with $$quicked:"; \
+	cat "$$side/quick.out"; \
 	echo "--- the soak test (pytest -m soak), run beside the others, exited with $$soaked:"; \
-	cat "$$soak_dir/output"; rm -rf "$$soak_dir"; \
-	[ $$others = 0 ] && { [ $$soaked = 0 ] || [ $$soaked = 5 ]; }
+	cat "$$side/soak.out"; rm -rf "$$side"; \
+	[ $$waiting = 0 ] && { [ $$quicked = 0 ] || [ $$quicked = 5 ]; } && \
+		{ [ $$soaked = 0 ] || [ $$soaked = 5 ]; }
 
 # The markers come from the fixtures a test uses (tests/conftest.py); -n spreads the tests over
 # the cores (pytest-xdist): most of their time is each test's own database setup.

@@ -11,21 +11,13 @@ from tests.devcluster import devcluster  # noqa: F401  (the local Slurm cluster,
 MARKER_OF_FIXTURE = {"devcluster": "cluster", "browser": "browser", "sshd": "service"}
 
 
-# tryfirst: xdist reads the groups in its own hook of this name.
+# tryfirst: `-m` deselects in a hook of this name, after the markers are given here.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, marker in MARKER_OF_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
-        # Under `-n N --dist loadgroup` (make test) the tests that share the one dev cluster run
-        # one after another in one worker: two at once would queue each other's jobs behind the
-        # cluster's few GPUs. Tests that run servers of their own (on free ports) go in a second
-        # line, and everything else is spread over the workers left.
-        if item.get_closest_marker("cluster"):
-            item.add_marker(pytest.mark.xdist_group("cluster"))
-        elif item.get_closest_marker("service"):
-            item.add_marker(pytest.mark.xdist_group("service"))
 
 
 @pytest.fixture
