@@ -4,13 +4,14 @@ A guess from the commands' words: each guess is written down where it is made.
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 from guidance.engine.archives import ARCHIVE_FORMATS
+from guidance.engine.script_check.flow import Step, walk
 from guidance.engine.script_check.parse import Script
 from guidance.engine.script_check.paths import Place, fixed_prefix, place_of
-from guidance.engine.script_check.shell_lines import ASSIGNMENT, Shell, simple_commands
 
 # A training program: its name contains one of these (train.py, ./pretrain_lm, finetune.py,
 # python -m mypkg.trainer), or it is given one of the subcommands (python main.py fit).
@@ -32,10 +33,6 @@ NOT_PROGRAMS = frozenset(
     | {"df", "sleep", "wait", "trap", "exit", "return", "local", "declare", "pip", "pip3"}
     | {"virtualenv", "conda", "mamba", "git", "touch", "chmod", "ln", "sed", "awk", "tee"}
     | {"scontrol", "sacct", "squeue", "seff", "nvidia-smi", "date", "hostname", "wget", "curl"}
-)
-# Words that only start the real command.
-PREFIX_WORDS = frozenset(
-    {"if", "then", "elif", "else", "do", "while", "until", "!", "time", "nohup", "exec"}
 )
 # Options whose value is written, or read once, rather than the training data itself.
 NOT_DATA_OPTION = re.compile(
@@ -76,49 +73,89 @@ class Reading:
     destinations: list[str] = field(default_factory=list)
     sources: list[Place] = field(default_factory=list)
     background_runs: int = 0
+    # Staging commands whose source is a variable nothing set.
+    empty_sources: list["Unset"] = field(default_factory=list)
+    # (line, command, relative path, (line, directory) of the cd a subshell undid) of training
+    # runs that read a relative path where the job started, after staging in a subshell.
+    outside_subshell: list[tuple[int, str, str, tuple[int, str]]] = field(default_factory=list)
 
 
-def read_commands(script: Script, places: list[Place]) -> Reading:
-    shell = Shell()
+@dataclass(frozen=True)
+class Unset:
+    line: int
+    command: str
+    name: str
+    meant: str | None  # the script's variable of a close name, if one: a misspelling
+    written: str  # the script's line, for the fix
+
+
+def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()) -> Reading:
+    """`known`: the variables the site sets in every job, besides Slurm's and the login's; the
+    storage variables of `places` ($SCRATCH, $SLURM_TMPDIR) count too."""
     reading = Reading()
-    cwd_local = ""
     loops = 0  # a run started in the background inside a loop is several runs
-    for number, line in script.numbered_commands():
-        for command in simple_commands(line):
-            shell.assign(command)
-            first = command.words[0]
-            loops += first in ("for", "while", "until")
-            loops -= first == "done" and loops > 0
-            words = [shell.expand(w) for w in command.words]
-            while words and (words[0] in PREFIX_WORDS or ASSIGNMENT.fullmatch(words[0])):
-                words.pop(0)
-            if not words:
-                continue
-            reading.background_runs += command.background * (2 if loops else 1)
-            program = words[0].rsplit("/", 1)[-1]
-            if program in ("cd", "pushd"):
-                where = place_of(words[1], places) if len(words) > 1 else None
-                cwd_local = words[1] if where and where.local else ""
-            if {w.rsplit("/", 1)[-1] for w in words} & STAGING_TOOLS:
-                _staging(words, places, cwd_local, reading)
-                continue
-            if program in NOT_PROGRAMS:
-                continue
-            if program in CONTAINER_TOOLS:
-                words = _seen_from_outside(words)
-            training = _is_training(words)
-            reading.runs.append(Run(number, tuple(words), training, command.background))
-            if not training:
-                continue
-            text = " ".join(command.words)
-            for word in _data_words(words):
-                place = place_of(word, places)
-                if place and not place.local:
-                    reading.training.append((number, text, place))
+    named = {p.prefix[1:] for p in places if re.fullmatch(r"\$\w+", p.prefix)}
+    for step in walk(script, named | set(known)):
+        first = step.command.words[0]
+        loops += first in ("for", "while", "until")
+        loops -= first == "done" and loops > 0
+        words = list(step.words)
+        number, command = step.line, step.command
+        reading.background_runs += command.background * (2 if loops else 1)
+        program = words[0].rsplit("/", 1)[-1]
+        cwd = place_of(step.cwd, places) if step.cwd not in ("", "?") else None
+        cwd_local = step.cwd if cwd and cwd.local else ""
+        if {w.rsplit("/", 1)[-1] for w in words} & STAGING_TOOLS:
+            if _staging(words, places, cwd_local, reading):
+                _empty_sources(step, script.line(number), places, reading)
+            continue
+        if program in NOT_PROGRAMS:
+            continue
+        if program in CONTAINER_TOOLS:
+            words = _seen_from_outside(words)
+        training = _is_training(words)
+        reading.runs.append(Run(number, tuple(words), training, command.background))
+        if not training:
+            continue
+        text = " ".join(command.words)
+        given = _data_words(words) + _data_variables(step.env)
+        if not given:  # read from the environment, if anywhere the script shows
+            given = _data_variables(step.exported)
+        for option, word in given:
+            if not word.startswith(("/", "$")):
+                if not _looks_like_folder(option, word):
+                    continue
+                if cwd_local:
+                    word = f"{cwd_local}/{word.removeprefix('./')}"
+                elif step.undone_cd and reading.staged:
+                    reading.outside_subshell.append((number, text, word, step.undone_cd))
                     break
-                if place and place.local:
-                    reading.local_reads.append((number, text, word))
+            place = place_of(word, places)
+            if place and not place.local:
+                reading.training.append((number, text, place))
+                break
+            if place and place.local:
+                reading.local_reads.append((number, text, word))
     return reading
+
+
+# A program's environment variable that names its data: DATA_DIR, DATASET_PATH, IMAGENET_DATA.
+DATA_VARIABLE = re.compile(r"data", re.IGNORECASE)
+# An option given a folder: --data, --data_dir, --root, --dataset-path, data.path=.
+FOLDER_OPTION = re.compile(r"data|dir|root|path|folder", re.IGNORECASE)
+
+
+def _data_variables(assigned: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    return [
+        (name, value)
+        for name, value in assigned
+        if DATA_VARIABLE.search(name) and not NOT_DATA_OPTION.search(name)
+    ]
+
+
+def _looks_like_folder(option: str, word: str) -> bool:
+    """A relative word that names the data: given to a folder option, or written as a path."""
+    return bool(FOLDER_OPTION.search(option)) or "/" in word.rstrip("/")
 
 
 CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
@@ -157,19 +194,37 @@ def _seen_from_outside(words: list[str]) -> list[str]:
     return [outside(w) for w in inner] or words
 
 
-def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> None:
-    """A copy or an unpacking: where to, and from which network place."""
+def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> bool:
+    """A copy or an unpacking: where to, and from which network place. True: onto the node."""
     targets = [fixed_prefix(t) or t for w in words[1:] for t in _local_targets(w, places)]
     if cwd_local and not targets:
         targets = [cwd_local]
     if not targets:
-        return
+        return False
     reading.staged = True
     reading.destinations += targets
     for word in words[1:]:
         place = place_of(word, places)
         if place and not place.local:
             reading.sources.append(place)
+    return True
+
+
+def _empty_sources(step: Step, written_line: str, places: list[Place], reading: Reading) -> None:
+    """A staging command whose source names a variable nothing set: bash makes it empty, and
+    rsync -a $DATSET/ $SLURM_TMPDIR/ copies / (cp and tar find nothing)."""
+    written = step.command.words[len(step.command.words) - len(step.words) :]
+    for said, word in zip(written[1:], step.words[1:], strict=True):
+        if said.startswith("-") or _local_targets(word, places):
+            continue
+        for name in step.unset:
+            if f"${name}" in said or f"${{{name}}}" in said:
+                meant = step.meant.get(name)
+                if meant or not step.sources_file:
+                    text = " ".join(step.command.words)
+                    unset = Unset(step.line, text, name, meant, written_line)
+                    reading.empty_sources.append(unset)
+                return
 
 
 def _local_targets(word: str, places: list[Place]) -> list[str]:
@@ -193,9 +248,10 @@ def _is_training(words: list[str]) -> bool:
 INTERPRETER = re.compile(r"(^|/)(python[\d.]*|bin/[^/]+)$")
 
 
-def _data_words(words: list[str]) -> list[str]:
-    """The words of a training command that may name its data: not options' values that are
-    written or read once (outputs, configs, checkpoints), not code, not the interpreter."""
+def _data_words(words: list[str]) -> list[tuple[str, str]]:
+    """(option, word) of the words of a training command that may name its data: not options'
+    values that are written or read once (outputs, configs, checkpoints), not code, not the
+    interpreter. The option is "" for a word given on its own."""
     found = []
     option = ""
     for word in words[1:]:
@@ -209,7 +265,7 @@ def _data_words(words: list[str]) -> list[str]:
             option = word
             continue
         skip = NOT_DATA_OPTION.search(option) or CODE_FILE.search(word)
-        option = ""
         if not skip and not INTERPRETER.search(word):
-            found.append(word)
+            found.append((option, word))
+        option = ""
     return found
