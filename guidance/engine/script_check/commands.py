@@ -112,19 +112,22 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
         if program in NOT_PROGRAMS:
             continue
         if program in CONTAINER_TOOLS:
-            words = _seen_from_outside(words)
+            bound = [v for n, v in (*step.exported, *step.env) if CONTAINER_BIND.fullmatch(n)]
+            words = _seen_from_outside(words, bound)
         training = _is_training(words)
         reading.runs.append(Run(number, tuple(words), training, command.background))
         if not training:
             continue
         text = " ".join(command.words)
-        given = _data_words(words) + _data_variables(step.env)
+        given = [
+            (option, word)
+            for option, word in _data_words(words) + _data_variables(step.env)
+            if word.startswith(("/", "$")) or _looks_like_folder(option, word)
+        ]
         if not given:  # read from the environment, if anywhere the script shows
             given = _data_variables(step.exported)
-        for option, word in given:
+        for _, word in given:
             if not word.startswith(("/", "$")):
-                if not _looks_like_folder(option, word):
-                    continue
                 if cwd_local:
                     word = f"{cwd_local}/{word.removeprefix('./')}"
                 elif step.undone_cd and reading.staged:
@@ -166,10 +169,15 @@ CONTAINER_VALUE_OPTIONS = frozenset(
 )
 
 
-def _seen_from_outside(words: list[str]) -> list[str]:
+# The variables apptainer (and singularity before it) reads binds from, as --bind's value.
+CONTAINER_BIND = re.compile(r"(APPTAINER|SINGULARITY)_BIND(PATH)?")
+
+
+def _seen_from_outside(words: list[str], bound: Iterable[str] = ()) -> list[str]:
     """The command a container runs (apptainer exec [options] IMAGE command...), with the paths
-    it reads through --bind SRC:DST written as SRC: what matters is where the data lives."""
-    binds: list[tuple[str, str]] = []
+    it reads through --bind SRC:DST written as SRC: what matters is where the data lives.
+    `bound`: binds given through $APPTAINER_BIND."""
+    binds = [pair for value in bound for pair in _binds(value)]
     i = 2  # past the tool and its subcommand (exec, run, shell)
     while i < len(words) and words[i].startswith("-"):
         name, eq, value = words[i].partition("=")
@@ -177,9 +185,7 @@ def _seen_from_outside(words: list[str]) -> list[str]:
             value = words[i + 1]
             i += 1
         if name in ("-B", "--bind", "--mount"):
-            for pair in value.split(","):
-                source, _, target = pair.partition(":")
-                binds.append((target.partition(":")[0] or source, source))
+            binds += _binds(value)
         i += 1
     inner = words[i + 1 :]  # after the image
     binds.sort(key=lambda b: -len(b[0]))
@@ -192,6 +198,15 @@ def _seen_from_outside(words: list[str]) -> list[str]:
         return word
 
     return [outside(w) for w in inner] or words
+
+
+def _binds(value: str) -> list[tuple[str, str]]:
+    """(inside, outside) of each SRC[:DST[:OPTIONS]] of a bind list."""
+    pairs = []
+    for pair in value.split(","):
+        source, _, target = pair.partition(":")
+        pairs.append((target.partition(":")[0] or source, source))
+    return pairs
 
 
 def _staging(words: list[str], places: list[Place], cwd_local: str, reading: Reading) -> bool:
