@@ -71,25 +71,24 @@ def _check_empty_sources(reading: Reading, local: StorageTier, source: Source, n
         written = f"${unset.name}"
         if unset.meant:
             why = (
-                f"{written} is never set: the script sets ${unset.meant}, a different name. "
-                f"bash makes {written} empty"
+                f"{written} is never set (the script sets ${unset.meant}, a different name), "
+                "so bash makes it empty"
             )
             fix = f"Write ${unset.meant} for {written} (the fixed script does)."
             edits = _respelt(unset)
         else:
             why = (
-                f"nothing in the script sets {written}, so unless you export it before "
-                "calling sbatch, bash makes it empty"
+                f"nothing in the script sets {written}, so unless you export it before calling "
+                "sbatch, bash makes it empty"
             )
             fix = f"Set {unset.name} in the script to the data's folder before this line."
             edits = ()
         notes.append(
             Finding(
                 "staging_source_unset",
-                f"\u201c{unset.command[:120]}\u201d copies nothing of the data to "
-                f"{local.path or local.name}: {why}, and the command copies from the wrong "
-                "place (rsync from /, the whole filesystem) or fails. The training that follows "
-                "finds no data on the node.",
+                f"\u201c{unset.command[:120]}\u201d stages nothing: {why}, and the command "
+                "copies from the wrong place (rsync from /, the whole filesystem) or fails. "
+                f"The training that follows finds no data in {local.path or local.name}.",
                 source,
                 "data_path",
                 severity=Severity.FAILS if unset.meant else Severity.WASTES,
