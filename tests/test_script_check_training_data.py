@@ -124,6 +124,9 @@ def test_a_network_path_reaching_the_program_through_variables_is_flagged(body):
         # The program is given the copy; the exported original is not what it reads.
         f"export DATA_SRC={DATA}\nrsync -a $DATA_SRC/ $SLURM_TMPDIR/d\n"
         "python train.py --data $SLURM_TMPDIR/d\n",
+        # The source and the copy both exported: the program is taken to read the copy.
+        f"export DATA_SOURCE={DATA} DATA_PATH=$SLURM_TMPDIR/d\n"
+        'rsync -a "$DATA_SOURCE/" "$DATA_PATH"\nbash -c "torchrun train.py"\n',
         # A subshell that stages, and a program given the copy's full path.
         f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
         "python train.py --data $SLURM_TMPDIR/imagenet\n",

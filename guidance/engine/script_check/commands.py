@@ -63,8 +63,9 @@ class Run:
 class Reading:
     """What the commands were seen to do."""
 
-    # (line, command, network place it reads) of training runs
-    training: list[tuple[int, str, Place]] = field(default_factory=list)
+    # (line, command, network place it reads, the path as the script's variables make it) of
+    # training runs
+    training: list[tuple[int, str, Place, str]] = field(default_factory=list)
     # (line, command, node-local path it reads) of training runs
     local_reads: list[tuple[int, str, str]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
@@ -75,9 +76,19 @@ class Reading:
     background_runs: int = 0
     # Staging commands whose source is a variable nothing set.
     empty_sources: list["Unset"] = field(default_factory=list)
-    # (line, command, relative path, (line, directory) of the cd a subshell undid) of training
-    # runs that read a relative path where the job started, after staging in a subshell.
-    outside_subshell: list[tuple[int, str, str, tuple[int, str]]] = field(default_factory=list)
+    # Training runs that read a relative path outside the node-local folder a subshell's cd
+    # staged in.
+    outside_subshell: list["OutsideSubshell"] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class OutsideSubshell:
+    line: int
+    command: str
+    path: str  # relative, as given
+    cwd: str  # where it is read: "" where the job started
+    cd_line: int  # the cd that ended with its subshell
+    folder: str  # and where it went
 
 
 @dataclass(frozen=True)
@@ -125,17 +136,19 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
             if word.startswith(("/", "$")) or _looks_like_folder(option, word)
         ]
         if not given:  # read from the environment, if anywhere the script shows
-            given = _data_variables(step.exported)
+            given = _exported_data(step, places)
         for _, word in given:
             if not word.startswith(("/", "$")):
                 if cwd_local:
                     word = f"{cwd_local}/{word.removeprefix('./')}"
-                elif step.undone_cd and reading.staged:
-                    reading.outside_subshell.append((number, text, word, step.undone_cd))
+                elif _staged_in_subshell(step, places) and reading.staged:
+                    cd_line, folder = step.undone_cd
+                    outside = OutsideSubshell(number, text, word, step.cwd, cd_line, folder)
+                    reading.outside_subshell.append(outside)
                     break
             place = place_of(word, places)
             if place and not place.local:
-                reading.training.append((number, text, place))
+                reading.training.append((number, text, place, word))
                 break
             if place and place.local:
                 reading.local_reads.append((number, text, word))
@@ -146,6 +159,23 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
 DATA_VARIABLE = re.compile(r"data", re.IGNORECASE)
 # An option given a folder: --data, --data_dir, --root, --dataset-path, data.path=.
 FOLDER_OPTION = re.compile(r"data|dir|root|path|folder", re.IGNORECASE)
+
+
+def _exported_data(step: Step, places: list[Place]) -> list[tuple[str, str]]:
+    """The data folders the script exports, where none of them is on the node: with a copy on
+    the node among them (DATA_SOURCE and DATA_PATH), the program is taken to read the copy."""
+    exported = _data_variables(step.exported)
+    on_node = any((p := place_of(v, places)) and p.local for _, v in exported)
+    return [] if on_node else exported
+
+
+def _staged_in_subshell(step: Step, places: list[Place]) -> bool:
+    """Whether a subshell went to the node's local storage, and its end brought the script back."""
+    if step.undone_cd is None:
+        return False
+    went = place_of(step.undone_cd[1], places)
+    here = place_of(step.cwd, places)
+    return went is not None and went.local and not (here and here.local)
 
 
 def _data_variables(assigned: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:

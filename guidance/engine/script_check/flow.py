@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from guidance.engine.script_check.parse import Script
 from guidance.engine.script_check.shell_lines import ASSIGNMENT, Command, Shell, steps
 
-# Words that only start the real command.
+# Words that only start the real command ({ starts a group, which runs in the script's shell).
 PREFIX_WORDS = frozenset(
-    {"if", "then", "elif", "else", "do", "while", "until", "!", "time", "nohup", "exec"}
+    {"if", "then", "elif", "else", "do", "while", "until", "!", "time", "nohup", "exec", "{"}
 )
 
 

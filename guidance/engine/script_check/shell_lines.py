@@ -39,10 +39,19 @@ def steps(line: str) -> Iterator[Command | str]:
     except ValueError:  # an unclosed quote: the plain words will do for a guess
         tokens = line.split()
     words: list[str] = []
+    array = False  # inside NAME=( ... ): the array's items, no subshell
     for token in tokens:
+        if array:
+            array = token != ")"
+            words[-1] += ("" if words[-1].endswith("(") or not array else " ") + token
+            continue
         if token.startswith("#"):
             break
         if _is_redirection(token):
+            continue
+        if token == "(" and words and ASSIGNMENT.fullmatch(words[-1]) and words[-1][-1] == "=":
+            words[-1] += "("
+            array = True
             continue
         if token and set(token) <= _OPERATORS:
             if words:
@@ -127,7 +136,7 @@ class Shell:
 
     def assign(self, command: Command) -> None:
         words = list(command.words)
-        while words and words[0] in ("while", "until", "if", "then", "do", "else", "!"):
+        while words and words[0] in ("while", "until", "if", "then", "do", "else", "!", "{"):
             words.pop(0)
         exporting = bool(words) and words[0] in ("export", "declare", "typeset")
         if words and words[0] in ("export", "declare", "typeset", "local", "readonly"):

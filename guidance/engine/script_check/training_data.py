@@ -16,7 +16,7 @@ def check_training_data(cluster: Cluster, reading: Reading, notes: list) -> None
     if local is None:
         return
     source = _training_source(local)
-    for line, command, place in reading.training:
+    for line, command, place, path in reading.training:
         if reading.staged and not any(_same_storage(place, s) for s in reading.sources):
             continue  # staged from elsewhere: this network path is likely an output
         where = f"{place.tier.name}, " if place.tier else ""
@@ -29,8 +29,9 @@ def check_training_data(cluster: Cluster, reading: Reading, notes: list) -> None
             Finding(
                 "training_from_network",
                 f"\u201c{command[:120]}\u201d reads its training data from {place.prefix} "
-                f"({where}shared network storage). {staged}Training from the network is slow "
-                "and loads the shared filesystem for everybody.",
+                f"({where}shared network storage){_through_variables(command, path)}. "
+                f"{staged}Training from the network is slow and loads the shared filesystem "
+                "for everybody.",
                 source,
                 "data_path",
                 severity=Severity.WASTES,
@@ -45,23 +46,30 @@ def check_training_data(cluster: Cluster, reading: Reading, notes: list) -> None
     _check_other_folder(reading, source, notes)
 
 
+def _through_variables(command: str, path: str) -> str:
+    """Where the script's variables, defaults and binds lead, when the command does not say."""
+    return "" if path in command else f": the script makes its data path {path}"
+
+
 def _check_outside_subshell(
     reading: Reading, local: StorageTier, source: Source, notes: list
 ) -> None:
-    for line, command, path, (cd_line, folder) in reading.outside_subshell[:1]:
+    for outside in reading.outside_subshell[:1]:
+        here = outside.cwd if outside.cwd not in ("", "?") else "the folder the job started in"
         notes.append(
             Finding(
                 "training_from_network",
-                f"\u201c{command[:120]}\u201d reads {path} in the folder the job started in, "
-                f"not in {folder}: the cd on line {cd_line} ran inside ( ... ), and a "
+                f"\u201c{outside.command[:120]}\u201d reads {outside.path} in {here}, not in "
+                f"{outside.folder}: the cd on line {outside.cd_line} ran inside ( ... ), and a "
                 "subshell's cd ends with it. The copy on the node is never read; the program "
                 "reads the data from shared network storage, or finds none there.",
                 source,
                 "data_path",
                 severity=Severity.WASTES,
-                lines=(line, cd_line),
-                fix=f"Give the program the full path of the copy ({folder}/{path}), or cd "
-                f"to {local.path or local.name} outside the parentheses before it starts.",
+                lines=(outside.line, outside.cd_line),
+                fix=f"Give the program the full path of the copy "
+                f"({outside.folder}/{outside.path.removeprefix('./')}), or cd to "
+                f"{local.path or local.name} outside the parentheses before it starts.",
             )
         )
 
