@@ -153,6 +153,16 @@ def test_a_cd_inside_a_subshell_ends_with_it():
     assert "$SLURM_TMPDIR/imagenet/train" in found.fix
 
 
+def test_a_cd_back_after_the_subshell_still_reads_outside_the_copy():
+    body = (
+        f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
+        "cd $SLURM_SUBMIT_DIR\n"
+        "python train.py --data imagenet/\n"
+    )
+    found = note(checked(job("--time=60", body=body)), "training_from_network")
+    assert "reads imagenet in $SLURM_SUBMIT_DIR, not in $SLURM_TMPDIR" in found.message
+
+
 def test_a_subshell_over_several_lines_ends_with_its_closing_parenthesis():
     body = f"(\n  cd $SLURM_TMPDIR\n  tar xf {DATA}.tar\n)\npython train.py --data ./imagenet\n"
     assert "training_from_network" in codes(checked(job("--time=60", body=body)))

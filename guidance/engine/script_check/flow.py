@@ -75,8 +75,6 @@ def walk(script: Script, known: Iterable[str] = ()) -> Iterator[Step]:
                 shell.change_directory(words)
                 if cds:
                     cds[-1] = (number, shell.cwd)
-                else:
-                    undone = None  # a cd of the job's own: whatever came before is past
             sources_file |= words[0] in ("source", ".") and not _activates(words)
             yield Step(
                 number,
