@@ -105,6 +105,8 @@ DATA = "/project/def-me/imagenet"
         f"export DATASET_ROOT={DATA}\nsrun python train.py --epochs 90\n",
         f"export APPTAINER_BIND={DATA}:/data\napptainer exec --nv img.sif python train.py /data\n",
         f"D={DATA}\napptainer exec --nv -B $D:/data img.sif python train.py --data /data/train\n",
+        f"apptainer exec --nv -B {DATA}:/d --env DATA_DIR=/d img.sif python train.py\n",
+        f"export APPTAINERENV_DATA_ROOT=/d\nsingularity exec -B {DATA}:/d i.sif python train.py\n",
     ],
 )
 def test_a_network_path_reaching_the_program_through_variables_is_flagged(body):
@@ -127,6 +129,9 @@ def test_a_network_path_reaching_the_program_through_variables_is_flagged(body):
         # The source and the copy both exported: the program is taken to read the copy.
         f"export DATA_SOURCE={DATA} DATA_PATH=$SLURM_TMPDIR/d\n"
         'rsync -a "$DATA_SOURCE/" "$DATA_PATH"\nbash -c "torchrun train.py"\n',
+        # A container's program given the copy through its environment.
+        f"tar xf {DATA}.tar -C $SLURM_TMPDIR\n"
+        "apptainer exec --nv -B $SLURM_TMPDIR:/d --env DATA_DIR=/d/imagenet i.sif python train.py",
         # A subshell that stages, and a program given the copy's full path.
         f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
         "python train.py --data $SLURM_TMPDIR/imagenet\n",

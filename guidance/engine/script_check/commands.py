@@ -122,9 +122,9 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
             continue
         if program in NOT_PROGRAMS:
             continue
+        inside: list[tuple[str, str]] = []  # the environment a container's program gets
         if program in CONTAINER_TOOLS:
-            bound = [v for n, v in (*step.exported, *step.env) if CONTAINER_BIND.fullmatch(n)]
-            words = _seen_from_outside(words, bound)
+            words, inside = _seen_from_outside(words, (*step.exported, *step.env))
         training = _is_training(words)
         reading.runs.append(Run(number, tuple(words), training, command.background))
         if not training:
@@ -132,7 +132,7 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
         text = " ".join(command.words)
         given = [
             (option, word)
-            for option, word in _data_words(words) + _data_variables(step.env)
+            for option, word in _data_words(words) + _data_variables([*step.env, *inside])
             if word.startswith(("/", "$")) or _looks_like_folder(option, word)
         ]
         if not given:  # read from the environment, if anywhere the script shows
@@ -178,7 +178,7 @@ def _staged_in_subshell(step: Step, places: list[Place]) -> bool:
     return went is not None and went.local and not (here and here.local)
 
 
-def _data_variables(assigned: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+def _data_variables(assigned: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return [
         (name, value)
         for name, value in assigned
@@ -199,15 +199,26 @@ CONTAINER_VALUE_OPTIONS = frozenset(
 )
 
 
-# The variables apptainer (and singularity before it) reads binds from, as --bind's value.
+# The variables apptainer (and singularity before it) reads binds from, as --bind's value, and
+# those it hands the program inside without their prefix (APPTAINERENV_DATA_DIR: DATA_DIR).
 CONTAINER_BIND = re.compile(r"(APPTAINER|SINGULARITY)_BIND(PATH)?")
+CONTAINER_ENV = re.compile(r"(APPTAINER|SINGULARITY)ENV_(\w+)")
 
 
-def _seen_from_outside(words: list[str], bound: Iterable[str] = ()) -> list[str]:
+def _seen_from_outside(
+    words: list[str], settings: Iterable[tuple[str, str]] = ()
+) -> tuple[list[str], list[tuple[str, str]]]:
     """The command a container runs (apptainer exec [options] IMAGE command...), with the paths
-    it reads through --bind SRC:DST written as SRC: what matters is where the data lives.
-    `bound`: binds given through $APPTAINER_BIND."""
-    binds = [pair for value in bound for pair in _binds(value)]
+    it reads through --bind SRC:DST written as SRC: what matters is where the data lives; and
+    the environment the program gets (--env, $APPTAINERENV_X), its paths written so too.
+    `settings`: the variables the command sees ($APPTAINER_BIND and the like)."""
+    binds: list[tuple[str, str]] = []
+    passed: list[str] = []
+    for name, value in settings:
+        if CONTAINER_BIND.fullmatch(name):
+            binds += _binds(value)
+        elif found := CONTAINER_ENV.fullmatch(name):
+            passed.append(f"{found.group(2)}={value}")
     i = 2  # past the tool and its subcommand (exec, run, shell)
     while i < len(words) and words[i].startswith("-"):
         name, eq, value = words[i].partition("=")
@@ -216,6 +227,8 @@ def _seen_from_outside(words: list[str], bound: Iterable[str] = ()) -> list[str]
             i += 1
         if name in ("-B", "--bind", "--mount"):
             binds += _binds(value)
+        elif name == "--env":
+            passed += value.split(",")
         i += 1
     inner = words[i + 1 :]  # after the image
     binds.sort(key=lambda b: -len(b[0]))
@@ -227,7 +240,8 @@ def _seen_from_outside(words: list[str], bound: Iterable[str] = ()) -> list[str]
                 return f"{name}{eq}{source}{path[len(target) :]}"
         return word
 
-    return [outside(w) for w in inner] or words
+    environment = [outside(p).partition("=") for p in passed if "=" in p]
+    return [outside(w) for w in inner] or words, [(n, v) for n, _, v in environment]
 
 
 def _binds(value: str) -> list[tuple[str, str]]:
