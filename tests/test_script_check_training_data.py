@@ -2,7 +2,9 @@
 
 import pytest
 
-from tests.engine_helpers import codes, note
+from guidance.engine.script_check import check_script
+from guidance.engine.script_check.findings import Severity
+from tests.engine_helpers import cluster, codes, note
 from tests.script_check_helpers import checked, job
 
 STAGED = "rsync -a /project/def-me/data $SLURM_TMPDIR/\n"
@@ -85,3 +87,123 @@ def test_the_training_note_names_the_tier_and_where_to_copy():
     assert "/project (Project," in found.message
     assert "$SLURM_TMPDIR" in found.fix
     assert found.lines == (6,)
+
+
+# --- The script as bash runs it: the data's path reaches the program through the shell.
+
+DATA = "/project/def-me/imagenet"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"DATA=${{DATA:-{DATA}}}\npython train.py --data $DATA\n",
+        f": ${{DATA:={DATA}}}\npython train.py --data $DATA\n",
+        f"DATA=${{1:-{DATA}}}\npython train.py --data_dir=${{DATA}}\n",
+        "ROOT=$SCRATCH/run\nDATA=$ROOT/data\npython train.py --data $DATA\n",
+        f"DATA={DATA}\nDATA_DIR=$DATA python train.py\n",
+        f"export DATASET_ROOT={DATA}\nsrun python train.py --epochs 90\n",
+        f"export APPTAINER_BIND={DATA}:/data\napptainer exec --nv img.sif python train.py /data\n",
+        f"D={DATA}\napptainer exec --nv -B $D:/data img.sif python train.py --data /data/train\n",
+        f"apptainer exec --nv -B {DATA}:/d --env DATA_DIR=/d img.sif python train.py\n",
+        f"export APPTAINERENV_DATA_ROOT=/d\nsingularity exec -B {DATA}:/d i.sif python train.py\n",
+    ],
+)
+def test_a_network_path_reaching_the_program_through_variables_is_flagged(body):
+    found = note(checked(job("--time=60", body=body)), "training_from_network")
+    assert "shared network storage" in found.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # A default that the script replaces, and a variable that points at the copy.
+        f"DATA=$SLURM_TMPDIR/data\nrsync -a {DATA}/ $DATA\npython train.py --data $DATA\n",
+        f"DATA={DATA}\ncp -r $DATA $SLURM_TMPDIR/\nDATA=$SLURM_TMPDIR/imagenet\n"
+        "python train.py --data $DATA\n",
+        f"DATA=${{SLURM_TMPDIR:-/tmp}}/d\ntar xf {DATA}.tar -C $SLURM_TMPDIR\n"
+        "python train.py --data $DATA\n",
+        # The program is given the copy; the exported original is not what it reads.
+        f"export DATA_SRC={DATA}\nrsync -a $DATA_SRC/ $SLURM_TMPDIR/d\n"
+        "python train.py --data $SLURM_TMPDIR/d\n",
+        # The source and the copy both exported: the program is taken to read the copy.
+        f"export DATA_SOURCE={DATA} DATA_PATH=$SLURM_TMPDIR/d\n"
+        'rsync -a "$DATA_SOURCE/" "$DATA_PATH"\nbash -c "torchrun train.py"\n',
+        # A container's program given the copy through its environment.
+        f"tar xf {DATA}.tar -C $SLURM_TMPDIR\n"
+        "apptainer exec --nv -B $SLURM_TMPDIR:/d --env DATA_DIR=/d/imagenet i.sif python train.py",
+        # A subshell that stages, and a program given the copy's full path.
+        f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
+        "python train.py --data $SLURM_TMPDIR/imagenet\n",
+        # cd of the job itself: relative paths are read on the node.
+        f"cd $SLURM_TMPDIR\ntar xf {DATA}.tar\npython ~/code/train.py --data imagenet\n",
+        # Relative words that are no folder: a number, a subcommand's argument.
+        f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\npython train.py --epochs 90 $SLURM_TMPDIR/i\n",
+    ],
+)
+def test_variables_that_point_at_the_copy_are_fine(body):
+    found = codes(checked(job("--time=60", body=body)))
+    assert not {"training_from_network", "staging_source_unset"} & found
+
+
+def test_a_cd_inside_a_subshell_ends_with_it():
+    body = (
+        "cd $SLURM_SUBMIT_DIR\n"
+        f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
+        "python train.py --data imagenet/train\n"
+    )
+    found = note(checked(job("--time=60", body=body)), "training_from_network")
+    assert "ran inside ( ... )" in found.message
+    assert found.lines == (8, 7)
+    assert "$SLURM_TMPDIR/imagenet/train" in found.fix
+
+
+def test_a_cd_back_after_the_subshell_still_reads_outside_the_copy():
+    body = (
+        f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
+        "cd $SLURM_SUBMIT_DIR\n"
+        "python train.py --data imagenet/\n"
+    )
+    found = note(checked(job("--time=60", body=body)), "training_from_network")
+    assert "reads imagenet in $SLURM_SUBMIT_DIR, not in $SLURM_TMPDIR" in found.message
+
+
+def test_a_subshell_over_several_lines_ends_with_its_closing_parenthesis():
+    body = f"(\n  cd $SLURM_TMPDIR\n  tar xf {DATA}.tar\n)\npython train.py --data ./imagenet\n"
+    assert "training_from_network" in codes(checked(job("--time=60", body=body)))
+
+
+def test_a_misspelt_staging_source_is_flagged_with_the_name_meant():
+    body = (
+        f"DATASET={DATA}\n"
+        "rsync -a $DATSET/ $SLURM_TMPDIR/data\n"
+        "python train.py --data $SLURM_TMPDIR/data\n"
+    )
+    result = check_script(job("--time=60", body=body), cluster("narval"))
+    found = note(result.notes, "staging_source_unset")
+    assert found.severity == Severity.FAILS
+    assert "$DATSET is never set" in found.message and "$DATASET" in found.fix
+    assert found.lines == (7,)
+    assert "rsync -a $DATASET/ $SLURM_TMPDIR/data" in result.fixed
+
+
+def test_a_staging_source_nothing_sets_is_a_question():
+    body = "tar xf $ARCHIVE -C $SLURM_TMPDIR\npython train.py --data $SLURM_TMPDIR/d\n"
+    found = note(checked(job("--time=60", body=body)), "staging_source_unset")
+    assert found.severity == Severity.WASTES
+    assert "unless you export it before calling sbatch" in found.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Set by the site, by Slurm, by a loop, or by a file the script sources.
+        "rsync -a $SCRATCH/d/ $SLURM_TMPDIR/d\npython train.py $SLURM_TMPDIR/d\n",
+        "cp -r $SLURM_SUBMIT_DIR/d $SLURM_TMPDIR\npython train.py $SLURM_TMPDIR/d\n",
+        "for f in a b; do tar xf $f.tar -C $SLURM_TMPDIR; done\npython train.py $SLURM_TMPDIR/a\n",
+        "source ./paths.sh\nrsync -a $DATA_ROOT/ $SLURM_TMPDIR/d\npython train.py $SLURM_TMPDIR/d",
+        "DATA=${DATA:-/project/d}\nrsync -a $DATA/ $SLURM_TMPDIR/d\npython train.py $SLURM_TMPDIR",
+    ],
+)
+def test_staging_sources_set_elsewhere_are_fine(body):
+    assert "staging_source_unset" not in codes(checked(job("--time=60", body=body)))

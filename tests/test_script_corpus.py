@@ -30,6 +30,7 @@ CATALOGUE = frozenset(
         "needs_internet",
         "no_commands",
         "reads_other_folder",
+        "staging_source_unset",
         # Wastes resources
         "memory_over_share",
         "whole_node",

@@ -14,6 +14,19 @@ MODULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,99}")
 VARIABLE_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 HOME_START = re.compile(r"~(?=/|$)")
 
+# Always set in a Slurm job: a path may name them without a check.
+ALWAYS_SET = frozenset({"HOME", "USER"})
+# Slurm's own, set in every job (the array's in every task of an array): a path may name them.
+SLURM_JOB_VARIABLES = frozenset(
+    {
+        "SLURM_JOB_ID",
+        "SLURM_JOB_NAME",
+        "SLURM_SUBMIT_DIR",
+        "SLURM_ARRAY_JOB_ID",
+        "SLURM_ARRAY_TASK_ID",
+    }
+)
+
 
 def quote(value: str) -> str:
     """`value` as one literal shell word, as shlex quotes it; also quoted when it starts with "=",

@@ -10,7 +10,16 @@ import textwrap
 
 from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.data import file_name
-from guidance.engine.shell import quote, shell_path, variables_in
+
+# The job's own variables are the engine's fact (the script checker reads them too); the composer
+# names them as script.ALWAYS_SET and script.SLURM_JOB_VARIABLES.
+from guidance.engine.shell import (  # noqa: F401
+    ALWAYS_SET,
+    SLURM_JOB_VARIABLES,
+    quote,
+    shell_path,
+    variables_in,
+)
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE
 from jobs.compose.script_spec import ScriptSpec
@@ -21,18 +30,6 @@ WARNING_SECONDS = 300  # how long before the time limit a checkpointing job hear
 USR1_GRACE_SECONDS = 30
 # MASTER_PORT: the first port and how many follow, below Linux's ephemeral ports (32768 on).
 RENDEZVOUS_PORTS = (10000, 20000)
-# Always set in a Slurm job: a path may name them without a check.
-ALWAYS_SET = frozenset({"HOME", "USER"})
-# Slurm's own, set in every job (the array's in every task of an array): a path may name them.
-SLURM_JOB_VARIABLES = frozenset(
-    {
-        "SLURM_JOB_ID",
-        "SLURM_JOB_NAME",
-        "SLURM_SUBMIT_DIR",
-        "SLURM_ARRAY_JOB_ID",
-        "SLURM_ARRAY_TASK_ID",
-    }
-)
 
 
 def _q(value: str) -> str:

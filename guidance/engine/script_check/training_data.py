@@ -1,9 +1,11 @@
 """Training data read straight from network storage instead of the node's local storage, and
 staged data the program then does not read."""
 
+import re
+
 from guidance.engine import sources
-from guidance.engine.script_check.commands import Reading
-from guidance.engine.script_check.findings import Finding, Severity
+from guidance.engine.script_check.commands import Reading, Unset
+from guidance.engine.script_check.findings import Edit, Finding, Severity
 from guidance.engine.script_check.paths import Place
 from guidance.engine.sources import Source
 from guidance.engine.types import Cluster, StorageTier, TierKind
@@ -14,7 +16,7 @@ def check_training_data(cluster: Cluster, reading: Reading, notes: list) -> None
     if local is None:
         return
     source = _training_source(local)
-    for line, command, place in reading.training:
+    for line, command, place, path in reading.training:
         if reading.staged and not any(_same_storage(place, s) for s in reading.sources):
             continue  # staged from elsewhere: this network path is likely an output
         where = f"{place.tier.name}, " if place.tier else ""
@@ -27,8 +29,9 @@ def check_training_data(cluster: Cluster, reading: Reading, notes: list) -> None
             Finding(
                 "training_from_network",
                 f"\u201c{command[:120]}\u201d reads its training data from {place.prefix} "
-                f"({where}shared network storage). {staged}Training from the network is slow "
-                "and loads the shared filesystem for everybody.",
+                f"({where}shared network storage){_through_variables(command, path)}. "
+                f"{staged}Training from the network is slow and loads the shared filesystem "
+                "for everybody.",
                 source,
                 "data_path",
                 severity=Severity.WASTES,
@@ -38,7 +41,70 @@ def check_training_data(cluster: Cluster, reading: Reading, notes: list) -> None
             )
         )
         break
+    _check_outside_subshell(reading, local, source, notes)
+    _check_empty_sources(reading, local, source, notes)
     _check_other_folder(reading, source, notes)
+
+
+def _through_variables(command: str, path: str) -> str:
+    """Where the script's variables, defaults and binds lead, when the command does not say."""
+    return "" if path in command else f": the script makes its data path {path}"
+
+
+def _check_outside_subshell(
+    reading: Reading, local: StorageTier, source: Source, notes: list
+) -> None:
+    for outside in reading.outside_subshell[:1]:
+        here = outside.cwd if outside.cwd not in ("", "?") else "the folder the job started in"
+        notes.append(
+            Finding(
+                "training_from_network",
+                f"\u201c{outside.command[:120]}\u201d reads {outside.path} in {here}, not in "
+                f"{outside.folder}: the cd on line {outside.cd_line} ran inside ( ... ), and a "
+                "subshell's cd ends with it. The copy on the node is never read; the program "
+                "reads the data from shared network storage, or finds none there.",
+                source,
+                "data_path",
+                severity=Severity.WASTES,
+                lines=(outside.line, outside.cd_line),
+                fix=f"Give the program the full path of the copy "
+                f"({outside.folder}/{outside.path.removeprefix('./')}), or cd to "
+                f"{local.path or local.name} outside the parentheses before it starts.",
+            )
+        )
+
+
+def _check_empty_sources(reading: Reading, local: StorageTier, source: Source, notes) -> None:
+    for unset in reading.empty_sources[:1]:
+        written = f"${unset.name}"
+        if unset.meant:
+            why = (
+                f"{written} is never set (the script sets ${unset.meant}, a different name), "
+                "so bash makes it empty"
+            )
+            fix = f"Write ${unset.meant} for {written} (the fixed script does)."
+            edits = _respelt(unset)
+        else:
+            why = (
+                f"nothing in the script sets {written}, so unless you export it before calling "
+                "sbatch, bash makes it empty"
+            )
+            fix = f"Set {unset.name} in the script to the data's folder before this line."
+            edits = ()
+        notes.append(
+            Finding(
+                "staging_source_unset",
+                f"\u201c{unset.command[:120]}\u201d stages nothing: {why}, and the command "
+                "copies from the wrong place (rsync from /, the whole filesystem) or fails. "
+                f"The training that follows finds no data in {local.path or local.name}.",
+                source,
+                "data_path",
+                severity=Severity.FAILS if unset.meant else Severity.WASTES,
+                lines=(unset.line,),
+                fix=fix,
+                edits=edits,
+            )
+        )
 
 
 def _same_storage(read: Place, staged_from: Place) -> bool:
@@ -81,3 +147,11 @@ def _training_source(local: StorageTier) -> Source:
     if local.source and local.source.document == sources.DOC_PROCESSING:
         return sources.PROCESSING_TRAINING
     return sources.DATASET_SIZE_TIERS
+
+
+def _respelt(unset: Unset) -> tuple[Edit, ...]:
+    """The staging line with the misspelt name written as the script's own."""
+    line = unset.written
+    name = re.compile(rf"\$(\{{)?{unset.name}\b")
+    fixed = name.sub(lambda m: f"${m.group(1) or ''}{unset.meant}", line)
+    return (Edit(unset.line, fixed),) if line and fixed != line else ()
