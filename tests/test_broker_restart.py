@@ -95,7 +95,7 @@ def test_every_submission_reaches_slurm_once_across_a_redis_restart(
             time.sleep(2)
             own_redis.start()
 
-            # The worker reconnects with a growing back-off (2, 4, 6 s...), longer on a loaded machine.
+            # The worker reconnects with a growing back-off (2, 4, 6 s...), longer under load.
             wait(lambda: _submitted(late), 90, "the late job to be submitted")
             # Polling goes on: a job cancelled on the cluster shows as cancelled.
             first = jobs[0]
