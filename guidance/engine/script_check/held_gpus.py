@@ -21,7 +21,9 @@ from guidance.engine.types import Cluster, GpuType, Partition, Workload
 
 # No cluster document speaks of containers: that a container sees the node's GPUs only with
 # --nv is Apptainer's own manual (as sbatch's own rules cite Slurm's).
-APPTAINER_GPUS = Source("Apptainer's user guide", "GPU Support / NVIDIA GPUs & CUDA: --nv")
+APPTAINER_GPUS = Source(
+    "Apptainer User Guide", "GPU Support (NVIDIA CUDA & AMD ROCm): NVIDIA GPUs & CUDA (Standard)"
+)
 
 CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
 CONTAINER_VERBS = frozenset({"exec", "run", "shell"})
