@@ -40,6 +40,7 @@ CATALOGUE = frozenset(
         "multi_gpu_unseen",
         "training_from_network",
         "long_without_checkpoints",
+        "chain_without_resume",
         "duplicate_gpu_request",
         "container_without_gpus",
         "server_holds_gpus",

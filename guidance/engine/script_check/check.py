@@ -27,7 +27,7 @@ from guidance.engine.script_check.sbatch_lines import (
     check_refused,
 )
 from guidance.engine.script_check.shares import check_shares
-from guidance.engine.script_check.time_limits import check_checkpoints, check_time
+from guidance.engine.script_check.time_limits import check_checkpoints, check_resume, check_time
 from guidance.engine.script_check.training_data import check_training_data
 from guidance.engine.types import Cluster, Scheduler
 
@@ -93,6 +93,7 @@ def check_script(
     if script.directives:
         minutes = check_time(script, cluster, notes)
         check_checkpoints(script, cluster, minutes, notes)
+        check_resume(script, cluster, notes, program)
         check_account(script, cluster, account, notes)
         check_node_limits(script, request, cluster, notes)
         check_shares(

@@ -4,8 +4,9 @@ import math
 import re
 
 from guidance.engine import sources
+from guidance.engine.code_check.resumes import resumes
 from guidance.engine.notes import describe_hours
-from guidance.engine.script_check.findings import Finding, Severity, set_directive
+from guidance.engine.script_check.findings import Basis, Finding, Severity, set_directive
 from guidance.engine.script_check.parse import Script, parse_time_limit
 from guidance.engine.slurm_time import format_time
 from guidance.engine.types import Cluster, Note, Rule
@@ -119,3 +120,76 @@ def check_checkpoints(
             "start sooner. If the program already resumes by itself, this is fine.",
         )
     )
+
+
+# A chain's parts are the array's indices: "1-10%1", "1-4:1%1", "1,2,3%1".
+ARRAY_RANGE = re.compile(r"^(\d+)-(\d+)(?::(\d+))?$")
+TASK_ID = re.compile(r"\$\{?SLURM_ARRAY_TASK_ID\b")
+
+
+def check_resume(
+    script: Script, cluster: Cluster, notes: list[Note], program: dict[str, str] | None
+) -> None:
+    """A chain (--array=1-N%1) or a requeued job saves work only where the program, started
+    again, loads what the last part saved: read from the program where it is given, else
+    asked where the script hands it nothing to resume from."""
+    rule = cluster.rule(Rule.CHECKPOINT_LONG_JOBS)
+    parts = _chain_parts(script.option("array") or "")
+    requeued = script.has("requeue")
+    if rule is None or not (parts > 1 or requeued):
+        return
+    restarts = "each part of the chain" if parts > 1 else "the requeued job"
+    lines = tuple(d.line for d in script.directives if d.option in ("array", "requeue"))
+    if program:
+        if resumes(program) is not None:
+            return
+        notes.append(
+            Finding(
+                "chain_without_resume",
+                f"{restarts.capitalize()} starts the program anew, and the program you gave "
+                "loads no saved state (no torch.load, load_state_dict, ckpt_path or "
+                f"resume_from_checkpoint): {restarts} redoes the work from the start.",
+                rule.source,
+                "time",
+                severity=Severity.WASTES,
+                lines=lines,
+                fix="Save a checkpoint regularly and, at the start, load the latest one if there "
+                "is one (model, optimizer, epoch), so that each part goes on from the last.",
+                basis=Basis.PROGRAM,
+            )
+        )
+        return
+    text = "\n".join(TAR_PROGRESS.sub("", c) for c in script.commands)
+    if CHECKPOINT_WORDS.search(text) or (parts > 1 and TASK_ID.search(text)):
+        return  # it hands the program a checkpoint, or each index runs other work (a sweep)
+    notes.append(
+        Finding(
+            "chain_without_resume",
+            f"{restarts.capitalize()} starts the program anew, and the script hands it no "
+            "checkpoint to resume from. Does the program load its latest checkpoint by itself? "
+            f"If not, {restarts} redoes the work from the start.",
+            rule.source,
+            "time",
+            severity=Severity.ADVICE,
+            lines=lines,
+            fix="Give the program beside the script to settle it. The program should load the "
+            "latest checkpoint at its start, if there is one.",
+            basis=Basis.QUESTION,
+        )
+    )
+
+
+def _chain_parts(array: str) -> int:
+    """How many jobs an array run one at a time (%1) holds; 0 when it is not such an array."""
+    indices, _, limit = array.partition("%")
+    if limit != "1":
+        return 0
+    count = 0
+    for item in indices.split(","):
+        found = ARRAY_RANGE.match(item.strip())
+        if found:
+            first, last, step = int(found[1]), int(found[2]), int(found[3] or 1)
+            count += len(range(first, last + 1, max(step, 1)))
+        elif item.strip().isdigit():
+            count += 1
+    return count
