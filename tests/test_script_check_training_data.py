@@ -3,7 +3,7 @@
 import pytest
 
 from guidance.engine.script_check import check_script
-from guidance.engine.script_check.findings import Severity
+from guidance.engine.script_check.findings import Basis, Severity
 from tests.engine_helpers import cluster, codes, note
 from tests.script_check_helpers import checked, job
 
@@ -207,3 +207,52 @@ def test_a_staging_source_nothing_sets_is_a_question():
 )
 def test_staging_sources_set_elsewhere_are_fine(body):
     assert "staging_source_unset" not in codes(checked(job("--time=60", body=body)))
+
+
+# --- The data path the program falls back on -----------------------------------------------
+
+NO_DATA_PATH = (
+    "#!/bin/bash\n#SBATCH --account=def-someuser\n#SBATCH --gres=gpu:1\n"
+    "#SBATCH --cpus-per-task=12 --mem=124500M\n#SBATCH --time=0-03:00\n"
+    "python train.py --epochs 10\n"
+)
+DEFAULT_ON_PROJECT = (
+    "import argparse\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--data', default='/project/def-someuser/imagenet')\n"
+)
+
+
+def _program_notes(program: dict[str, str] | None, text: str = NO_DATA_PATH):
+    return check_script(text, cluster("narval"), program=program).notes
+
+
+def test_a_data_option_defaulting_to_network_storage_is_where_the_job_reads():
+    found = note(_program_notes({"train.py": DEFAULT_ON_PROJECT}), "training_from_network")
+    assert found.basis == Basis.PROGRAM
+    assert "/project/def-someuser/imagenet" in found.message
+    assert "train.py, line 3" in found.message
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        # The command line gives the option: the script's path is judged instead.
+        None,
+        {"train.py": DEFAULT_ON_PROJECT.replace("/project/def-someuser", "$SLURM_TMPDIR")},
+        {"train.py": DEFAULT_ON_PROJECT.replace("'--data'", "'--output-dir'")},
+    ],
+)
+def test_no_default_on_network_storage_is_no_finding(program):
+    assert "training_from_network" not in codes(_program_notes(program))
+
+
+def test_a_data_option_the_command_gives_is_not_the_default():
+    text = NO_DATA_PATH.replace("--epochs 10", "--epochs 10 --data $SLURM_TMPDIR/imagenet")
+    notes = _program_notes({"train.py": DEFAULT_ON_PROJECT}, text)
+    assert "training_from_network" not in codes(notes)
+
+
+def test_a_folder_the_program_names_itself_counts_too():
+    program = {"train.py": "from torchvision import datasets\nDATA_ROOT = '/scratch/me/cifar'\n"}
+    found = note(_program_notes(program), "training_from_network")
+    assert "a folder it names itself" in found.message

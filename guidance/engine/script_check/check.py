@@ -28,7 +28,7 @@ from guidance.engine.script_check.sbatch_lines import (
 )
 from guidance.engine.script_check.shares import check_shares
 from guidance.engine.script_check.time_limits import check_checkpoints, check_resume, check_time
-from guidance.engine.script_check.training_data import check_training_data
+from guidance.engine.script_check.training_data import check_program_data, check_training_data
 from guidance.engine.types import Cluster, Scheduler
 
 # Nobody writes a 200 kB job script; the cap keeps the page fast whatever is pasted.
@@ -102,6 +102,7 @@ def check_script(
     check_gpu_requested(script, request, reading, cluster, notes)
     notes += gpu_use
     check_training_data(cluster, reading, notes)
+    check_program_data(cluster, reading, places, program, notes)
     check_environment(script, cluster, places, notes)
     check_held_gpus(script, request, reading, cluster, notes)
     check_array_variables(script, notes)

@@ -4,9 +4,11 @@ staged data the program then does not read."""
 import re
 
 from guidance.engine import sources
+from guidance.engine.code_check.data_defaults import data_defaults
 from guidance.engine.script_check.commands import Reading, Unset
-from guidance.engine.script_check.findings import Edit, Finding, Severity
-from guidance.engine.script_check.paths import Place
+from guidance.engine.script_check.findings import Basis, Edit, Finding, Severity
+from guidance.engine.script_check.paths import Place, place_of
+from guidance.engine.script_check.shell_lines import normal_path
 from guidance.engine.sources import Source
 from guidance.engine.types import Cluster, StorageTier, TierKind
 
@@ -155,3 +157,48 @@ def _respelt(unset: Unset) -> tuple[Edit, ...]:
     name = re.compile(rf"\$(\{{)?{unset.name}\b")
     fixed = name.sub(lambda m: f"${m.group(1) or ''}{unset.meant}", line)
     return (Edit(unset.line, fixed),) if line and fixed != line else ()
+
+
+def check_program_data(
+    cluster: Cluster,
+    reading: Reading,
+    places: list[Place],
+    program: dict[str, str] | None,
+    notes: list,
+) -> None:
+    """A training run given no data path reads where its program falls back on: an option's
+    default the command does not override, or a folder the program names outright."""
+    local = cluster.tier(TierKind.NODE_LOCAL, TierKind.MEMORY)
+    run = next((r for r in reading.runs if r.training), None)
+    if not program or local is None or run is None or reading.training or reading.local_reads:
+        return
+    given = {word.split("=", 1)[0] for word in run.words}
+    for default in data_defaults(program):
+        if given & set(default.options):
+            continue  # the command line says where: judged from the script
+        place = place_of(normal_path(default.path), places)
+        if place is None or place.local:
+            continue
+        what = (
+            f"the default of its {default.options[-1]} option, which the command does not give"
+            if default.options
+            else "a folder it names itself"
+        )
+        notes.append(
+            Finding(
+                "training_from_network",
+                f"\u201c{run.text[:120]}\u201d reads its training data from {default.path}: "
+                f"{what} ({default.file}, line {default.line}). That is shared network storage "
+                f"({place.prefix}); training from the network is slow and loads the shared "
+                "filesystem for everybody.",
+                _training_source(local),
+                "data_path",
+                severity=Severity.WASTES,
+                lines=(run.line,),
+                fix=f"Copy or unpack the data to {local.path or local.name} at the start of the "
+                "job and give the program that copy"
+                + (f" ({default.options[-1]} $SLURM_TMPDIR/...)." if default.options else "."),
+                basis=Basis.PROGRAM,
+            )
+        )
+        return

@@ -1,0 +1,77 @@
+"""Where a program reads its data when the command line does not say: the defaults of its data
+options (argparse), and the data folders it names outright (a `root=`, a constant).
+
+The script checker asks this of the program behind a `python train.py` that gives no data path:
+the path the program falls back on is then judged like one on the command line.
+"""
+
+import ast
+import re
+from dataclasses import dataclass
+
+from guidance.engine.code_check.program import NotPython, Program, parse_program
+
+# Option and constant names that hold a data folder, and keywords handing one to a dataset.
+DATA_NAME = re.compile(r"data|dataset|root|corpus|images|train_dir|input_dir", re.IGNORECASE)
+NOT_DATA = re.compile(r"out|save|log|checkpoint|ckpt|result|cache|model|weight", re.IGNORECASE)
+DATA_KEYWORDS = frozenset({"root", "data_dir", "data_root", "data_path", "dataset_path"})
+# A path a job could read: absolute, in a home folder, or from a storage variable.
+PATH = re.compile(r"^(/|~|\$)")
+
+
+@dataclass(frozen=True)
+class DataDefault:
+    """A data path the program falls back on: its file and line, the command-line options that
+    would override it (none for a path it names outright), and the path."""
+
+    file: str
+    line: int
+    options: tuple[str, ...]
+    path: str
+
+
+def data_defaults(files: dict[str, str]) -> list[DataDefault]:
+    """Every data path the program's files fall back on, in file order."""
+    found: list[DataDefault] = []
+    for name, text in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            program = parse_program(name, text)
+        except NotPython:
+            continue
+        found += _options(program) + _named(program)
+    return found
+
+
+def _options(program: Program) -> list[DataDefault]:
+    found = []
+    for call in program.calls_by_attr.get("add_argument", ()):
+        flags = tuple(
+            a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        )
+        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        path = _path(default)
+        names = " ".join(flags)
+        if path and DATA_NAME.search(names) and not NOT_DATA.search(names):
+            found.append(DataDefault(program.name, call.lineno, flags, path))
+    return found
+
+
+def _named(program: Program) -> list[DataDefault]:
+    found = []
+    for node in program.by_type[ast.Assign]:
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        path = _path(node.value)
+        if path and any(DATA_NAME.search(n) and not NOT_DATA.search(n) for n in names):
+            found.append(DataDefault(program.name, node.lineno, (), path))
+    for keyword in program.by_type[ast.keyword]:
+        if keyword.arg in DATA_KEYWORDS and (path := _path(keyword.value)):
+            found.append(DataDefault(program.name, keyword.value.lineno, (), path))
+    return found
+
+
+def _path(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if PATH.match(node.value) else None
+    return None
