@@ -101,3 +101,23 @@ def test_open_in_the_composer_starts_a_composition_from_the_script(page):
     assert page.input_value("textarea[name=command]").startswith("python $SOURCEDIR/train.py")
     # The one question a script does not answer is asked.
     assert "Dataset size (GB)" in page.inner_text("#panel")
+
+
+FOUR_GPUS = GOOD.replace("#SBATCH --gres=gpu:1", "#SBATCH --gres=gpu:4")
+
+
+def test_a_finding_that_hangs_on_the_program_is_asked_until_the_program_is_given(page):
+    _check(page, FOUR_GPUS)
+    asked = page.locator('.finding[data-code="multi_gpu_without_launcher"]')
+    assert asked.locator(".basis-badge").inner_text() == "A question: give the program to settle it"
+    assert "Does the program use all 4 GPUs itself" in asked.inner_text()
+    # The program in its box beside the script: the same check now reads it.
+    page.fill("textarea[name=code-program]", "import torch\nmodel = torch.nn.Linear(4, 2).cuda()\n")
+    page.click("text=Check the script")
+    page.wait_for_selector("[data-program-read]")
+    settled = page.locator('.finding[data-code="multi_gpu_without_launcher"]')
+    assert settled.locator(".basis-badge").inner_text() == "From your program"
+    assert settled.get_attribute("data-severity") == "wastes"
+    assert "+#SBATCH --gres=gpu:1" in " ".join(page.locator("#fixed-script ins").all_inner_texts())
+    page.screenshot(path=str(ARTIFACTS / f"check-program-basis-{page.screen}.png"), full_page=True)
+    _fits(page)
