@@ -9,7 +9,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from guidance.engine.code_check.program import NotPython, Program, parse_program
+from guidance.engine.code_check.program import Program
 
 # Option and constant names that hold a data folder, and keywords handing one to a dataset.
 DATA_NAME = re.compile(r"data|dataset|root|corpus|images|train_dir|input_dir", re.IGNORECASE)
@@ -30,16 +30,10 @@ class DataDefault:
     path: str
 
 
-def data_defaults(files: dict[str, str]) -> list[DataDefault]:
+def data_defaults(programs: tuple[Program, ...]) -> list[DataDefault]:
     """Every data path the program's files fall back on, in file order."""
     found: list[DataDefault] = []
-    for name, text in files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            program = parse_program(name, text)
-        except NotPython:
-            continue
+    for program in programs:
         found += _options(program) + _named(program)
     return found
 

@@ -11,7 +11,7 @@ the one GPU that PyTorch and TensorFlow pick by default.
 import ast
 from dataclasses import dataclass
 
-from guidance.engine.code_check.program import NotPython, Program, parse_program
+from guidance.engine.code_check.program import Program
 
 # Calls that, made once in one process, put work on every GPU the job holds.
 SPREADING_CALLS = {
@@ -44,20 +44,10 @@ class Spread:
     how: str
 
 
-def spread_over_gpus(files: dict[str, str]) -> Spread | None:
+def spread_over_gpus(programs: tuple[Program, ...]) -> Spread | None:
     """The first place in the program that uses several GPUs from one process, or None when the
-    files show none. Files that are not Python (configs, notes) are passed over."""
-    for name, text in files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            program = parse_program(name, text)
-        except NotPython:
-            continue
-        found = _in_program(program)
-        if found is not None:
-            return found
-    return None
+    files show none."""
+    return next(filter(None, map(_in_program, programs)), None)
 
 
 def _in_program(program: Program) -> Spread | None:

@@ -10,7 +10,7 @@ weights reads as resuming too, so the answer errs towards quiet.
 import ast
 from dataclasses import dataclass
 
-from guidance.engine.code_check.program import NotPython, Program, parse_program
+from guidance.engine.code_check.program import Program
 
 LOADING_CALLS = (
     "torch.load",
@@ -37,20 +37,9 @@ class Resume:
     call: str
 
 
-def resumes(files: dict[str, str]) -> Resume | None:
-    """The first place in the program that loads saved state, or None when no file does.
-    Files that are not Python are passed over."""
-    for name, text in files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            program = parse_program(name, text)
-        except NotPython:
-            continue
-        found = _in_program(program)
-        if found is not None:
-            return found
-    return None
+def resumes(programs: tuple[Program, ...]) -> Resume | None:
+    """The first place in the program that loads saved state, or None when no file does."""
+    return next(filter(None, map(_in_program, programs)), None)
 
 
 def _in_program(program: Program) -> Resume | None:

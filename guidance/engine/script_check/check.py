@@ -4,6 +4,7 @@ each subject's rules. Findings come worst first, then in the order of the script
 from dataclasses import dataclass, replace
 
 from guidance.engine import sources
+from guidance.engine.code_check.beside_script import readable
 from guidance.engine.script_check.account import check_account
 from guidance.engine.script_check.commands import read_commands
 from guidance.engine.script_check.environment import check_environment
@@ -84,16 +85,17 @@ def check_script(
         return _finished(text, notes, script, truncated)
     places = storage_places(cluster)
     reading = read_commands(script, places)
+    beside = readable(program)
     request = read_request(script)
     check_refused(script, notes)
     check_has_commands(script, notes)
     # A program that uses one GPU gets one in the fixed script, and its share with it.
     gpu_use: list[Finding] = []
-    one_gpu = check_gpu_use(script, request, reading, gpu_use, program)
+    one_gpu = check_gpu_use(script, request, reading, gpu_use, beside)
     if script.directives:
         minutes = check_time(script, cluster, notes)
         check_checkpoints(script, cluster, minutes, notes)
-        check_resume(script, cluster, notes, program)
+        check_resume(script, cluster, notes, beside)
         check_account(script, cluster, account, notes)
         check_node_limits(script, request, cluster, notes)
         check_shares(
@@ -102,7 +104,7 @@ def check_script(
     check_gpu_requested(script, request, reading, cluster, notes)
     notes += gpu_use
     check_training_data(cluster, reading, notes)
-    check_program_data(cluster, reading, places, program, notes)
+    check_program_data(cluster, reading, places, beside, notes)
     check_environment(script, cluster, places, notes)
     check_held_gpus(script, request, reading, cluster, notes)
     check_array_variables(script, notes)

@@ -14,6 +14,7 @@ import re
 
 from guidance.engine import sources
 from guidance.engine.code_check.gpu_spread import spread_over_gpus
+from guidance.engine.code_check.program import Program
 from guidance.engine.script_check.commands import Reading, Run
 from guidance.engine.script_check.findings import (
     Basis,
@@ -55,11 +56,11 @@ def check_gpu_use(
     request: Request,
     reading: Reading,
     notes: list,
-    program: dict[str, str] | None = None,
+    program: tuple[Program, ...] = (),
 ) -> bool:
     """Whether the script shows a program that uses one of several GPUs on one node: the fixed
     script then asks for one GPU, and the job's CPUs and memory are judged for that one.
-    `program`: the program's files by name, where the user gave them."""
+    `program`: the files of the program given beside the script that parse; none: not given."""
     gpus = request.gpus_per_node * request.nodes
     if gpus < 2:
         return False
@@ -108,7 +109,7 @@ def _single(
     request: Request,
     run: Run,
     how: str,
-    program: dict[str, str] | None,
+    program: tuple[Program, ...],
     notes: list,
 ) -> bool:
     """A program started as one process: idle GPUs where its files show no use of several, a

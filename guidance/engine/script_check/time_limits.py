@@ -4,6 +4,7 @@ import math
 import re
 
 from guidance.engine import sources
+from guidance.engine.code_check.program import Program
 from guidance.engine.code_check.resumes import resumes
 from guidance.engine.notes import describe_hours
 from guidance.engine.script_check.findings import Basis, Finding, Severity, set_directive
@@ -128,7 +129,7 @@ TASK_ID = re.compile(r"\$\{?SLURM_ARRAY_TASK_ID\b")
 
 
 def check_resume(
-    script: Script, cluster: Cluster, notes: list[Note], program: dict[str, str] | None
+    script: Script, cluster: Cluster, notes: list[Note], program: tuple[Program, ...]
 ) -> None:
     """A chain (--array=1-N%1) or a requeued job saves work only where the program, started
     again, loads what the last part saved: read from the program where it is given, else

@@ -5,6 +5,7 @@ import re
 
 from guidance.engine import sources
 from guidance.engine.code_check.data_defaults import data_defaults
+from guidance.engine.code_check.program import Program
 from guidance.engine.script_check.commands import Reading, Unset
 from guidance.engine.script_check.findings import Basis, Edit, Finding, Severity
 from guidance.engine.script_check.paths import Place, place_of
@@ -163,7 +164,7 @@ def check_program_data(
     cluster: Cluster,
     reading: Reading,
     places: list[Place],
-    program: dict[str, str] | None,
+    program: tuple[Program, ...],
     notes: list,
 ) -> None:
     """A training run given no data path reads where its program falls back on: an option's
