@@ -3,30 +3,16 @@ refused by the dev cluster's real sbatch, and the checker's fix of it runs to th
 partition that emulates a federation site (per-job $SLURM_TMPDIR, modules, a local wheelhouse
 and no internet)."""
 
-import dataclasses
 import shlex
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from guidance import seed
 from guidance.engine.script_check import check_script
-from guidance.engine.types import GpuType, Partition, Policy
 from jobs.slurm.sacct import parse_sacct, sacct_argv
 from jobs.slurm.states import SlurmState
-from tests.engine_helpers import codes
-
-ACCOUNT = "portal"  # the dev cluster's Slurm account (docker/devcluster/devcluster)
-
-# The dev cluster's site-alliance nodes, published as the federation publishes its clusters.
-ALLIANCE_LAB = dataclasses.replace(
-    seed.CEDAR.facts,
-    slug="alliance-lab",
-    name="Alliance lab",
-    gpu_types=(GpuType("a100", 40),),
-    partitions=(Partition("a100", "a100", 2, 4, 8000, 1, slurm_partition="site-alliance"),),
-    policy=Policy(cpus_per_gpu=2, memory_per_gpu_mb=2000),
-)
+from tests.engine_helpers import ALLIANCE_LAB, codes
+from tests.engine_helpers import DEV_ACCOUNT as ACCOUNT
 
 PASTED = """\
 #!/bin/bash

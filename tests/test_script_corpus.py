@@ -52,6 +52,8 @@ CATALOGUE = frozenset(
 )
 # The Slurm clusters of guidance/seed.py (dgx runs Run:ai) and the fewest scripts each has.
 MINIMUM_SCRIPTS = {"processing": 8, "narval": 6, "beluga": 6, "cedar": 6, "graham": 6}
+# The dev cluster's federation profile (tests/engine_helpers.py), whose fixed scripts sbatch tests.
+MINIMUM_SCRIPTS["alliance-lab"] = 3
 MINIMUM_TOTAL = 45
 MINIMUM_SOUND = 12
 
