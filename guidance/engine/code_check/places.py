@@ -159,16 +159,6 @@ def _short(text: str) -> str:
 # --- the model the program trains ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Trained:
-    """The model the program trains: the name it is known by where it is handed on, and the
-    statement after which a fix applies to it."""
-
-    program: Program
-    name: str
-    statement: ast.stmt
-
-
 def trained_models(programs: list[Program]) -> list[tuple[Program, ast.expr, ast.AST]]:
     """(file, the model expression, where it is handed on), in the order that says most: a
     trainer's fit(model) or Trainer(model=...), a DDP/DataParallel wrapper, the optimizers'
@@ -253,8 +243,9 @@ def built_at(program: Program, model: ast.expr, at: ast.AST) -> ast.stmt | None:
         return None
     around = set(program.ancestors(use)) | {use}
     statement: ast.stmt = last
-    while program.parents.get(statement) not in around:
-        statement = program.parents[statement]  # type: ignore[assignment]
+    parent = program.parents.get(statement)
+    while parent is not None and parent not in around:
+        statement, parent = parent, program.parents.get(parent)  # type: ignore[assignment]
     return statement
 
 

@@ -1,8 +1,9 @@
 """Settings that hold for the whole program: cuDNN's benchmark mode, TF32, mixed precision,
 torch.compile, channels_last (003). Each is said at most once, only for a program that trains or
 evaluates on a GPU, where the fix goes: at the framework's argument when a framework governs it
-(Lightning's Trainer, Hugging Face's TrainingArguments, accelerate's Accelerator), otherwise at
-the first model construction in the entry file (or its first statement after the imports)."""
+(Lightning's Trainer, Hugging Face's TrainingArguments, accelerate's Accelerator), otherwise
+where it holds for the whole run (places.py): a process-wide setting at the start of main (one
+set only on a branch is moved there), a model-level fix after the trained model is built."""
 
 import ast
 from collections.abc import Iterator
@@ -102,7 +103,8 @@ def _trained_place(project: Project, keep=lambda program, model, at: True) -> Pl
 
 
 def _find_place(project: Project) -> Place:
-    """The first model construction in the entry file, else in the file that builds the model
+    """Where the trained model is not seen handed to an optimizer, trainer or wrapper: the
+    first model construction in the entry file, else in the file that builds the model
     (an entry that only calls `run()` from its trainer module), else the entry's first
     statement after its imports."""
     entry = project.entry
@@ -127,7 +129,14 @@ def _construction(program: Program, classes: frozenset[str]) -> Place | None:
         for node in program.by_type[ast.Assign]
         if len(node.targets) == 1 and isinstance(node.value, ast.Call)
     ]
-    for node in sorted(candidates, key=SOURCE_ORDER):
+    # A block built inside a model class (`self.encoder = Encoder()`) is a part of a model:
+    # the model itself, built outside any class, comes first.
+    in_class = {
+        id(node)
+        for node in candidates
+        if any(isinstance(a, ast.ClassDef) for a in program.ancestors(node))
+    }
+    for node in sorted(candidates, key=lambda n: (id(n) in in_class, SOURCE_ORDER(n))):
         target = node.targets[0]
         name = getattr(target, "id", None) or getattr(target, "attr", None)
         if name and _builds_model(program, node.value, name.lower(), target, classes):
