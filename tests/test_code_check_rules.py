@@ -2035,3 +2035,95 @@ def test_the_script_checkers_advice_on_workers_is_code_this_checker_accepts():
     hf = f"TrainingArguments('out', dataloader_{advice.group(1)})\n"
     result = check(JOB + "from transformers import TrainingArguments\n" + hf)
     assert not found(result, "dataloader_num_workers")
+
+
+# --- issue 41: program-wide fixes where they hold for the whole run ----------------------------
+
+SPAWNED = """\
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+
+def worker(rank, args):
+    torch.cuda.set_device(rank)
+    if args.arch == "wide":
+        model = nn.Linear(64, 64)
+    else:
+        model = nn.Linear(64, 8)
+    model = model.cuda(rank)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in range(3):
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def main():
+    mp.spawn(worker, args=(None,), nprocs=4)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_process_wide_setting_goes_at_the_start_of_the_worker_each_process_runs():
+    tf32 = one(check(SPAWNED), "tf32")
+    assert tf32.line == 7
+    assert tf32.after == (
+        "    torch.backends.cuda.matmul.allow_tf32 = True\n    torch.cuda.set_device(rank)"
+    )
+
+
+def test_a_model_fix_goes_after_the_model_is_moved_and_outside_the_branch_that_builds_it():
+    compiled = one(check(SPAWNED), "torch_compile")
+    assert compiled.line == 12
+    assert compiled.after == "    model = model.cuda(rank)\n    model = torch.compile(model)"
+    moved_in_a_branch = SPAWNED.replace("    model = model.cuda(rank)\n", "")
+    compiled = one(check(moved_in_a_branch), "torch_compile")
+    assert compiled.line == 12 and compiled.after.startswith("    model = torch.compile(model)\n")
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "    if torch.cuda.is_available():\n        torch.backends.cuda.matmul.allow_tf32 = True\n",
+        "    setup()\n",  # a helper that sets it, called unconditionally
+    ],
+)
+def test_a_setting_made_on_every_gpu_run_is_not_questioned(setting):
+    program = SPAWNED.replace("    torch.cuda.set_device(rank)\n", setting)
+    program += "\n\ndef setup():\n    torch.backends.cuda.matmul.allow_tf32 = True\n"
+    assert not found(check(program), "tf32")
+
+
+def test_a_setting_made_under_a_flag_is_moved_to_the_start_with_its_line_named():
+    program = SPAWNED.replace(
+        "        model = nn.Linear(64, 64)\n",
+        "        torch.backends.cuda.matmul.allow_tf32 = True\n        model = nn.Linear(64, 64)\n",
+    )
+    tf32 = one(check(program), "tf32")
+    assert 'only under `args.arch == "wide"` (line 8)' in tf32.message
+    assert tf32.line == 7 and "allow_tf32 = True" in tf32.after.split("\n")[0]
+
+
+def test_a_recurrent_model_trained_beside_a_convolution_gets_no_channels_last():
+    program = """\
+    import torch
+    from torch import nn
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(8, 8)
+
+    features = nn.Conv2d(3, 8, 3).cuda().eval()
+    decoder = Decoder().cuda()
+    optimizer = torch.optim.Adam(decoder.parameters())
+    for x in batches:
+        decoder(features(x.cuda())).sum().backward()
+        optimizer.step()
+    """
+    result = check(program)
+    assert not found(result, "channels_last") and found(result, "cudnn_benchmark")
+    assert one(result, "torch_compile").after.endswith("decoder = torch.compile(decoder)")

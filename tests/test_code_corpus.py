@@ -87,6 +87,17 @@ def test_it_says_exactly_what_the_contract_calls_for(name):
         pytest.fail(describe(name, result, missing, extra), pytrace=False)
 
 
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if "afters" in EXPECTED[n]))
+def test_a_program_wide_fix_lands_where_it_holds_for_the_whole_run(name):
+    """At main's start for a process-wide setting, right after the trained model is built for a
+    model-level fix: the after holds the line as the file would write it."""
+    expected = EXPECTED[name]
+    result = check_code(program_files(name), DGX, entry=expected["entry"])
+    for rule, line in expected["afters"].items():
+        afters = [f.after for f in result.findings if f.rule == rule]
+        assert afters and line in afters[0].split("\n"), (name, rule, afters)
+
+
 def test_the_expectations_describe_the_programs_that_are_there():
     assert set(EXPECTED) == on_disk()
     for name, expected in EXPECTED.items():

@@ -3,7 +3,10 @@ contract (notes: code-check-spec, "The rule contract") before the checker was ru
 
 Each finding is (rule, kind, file, line). The line is None only for the program-wide rules
 (cudnn_benchmark, tf32, mixed_precision, torch_compile, channels_last), whose line is where the
-fix would go and is left unchecked; their file is the entry file. A finding the contract places
+fix would go and is left unchecked; their file is the entry file. Where a case is about that
+place, the line is given, and "afters" names, per rule, a line the fix's after must hold as
+written (indentation included): a process-wide setting at the start of main, a model-level fix
+right after the trained model is built. A finding the contract places
 at a framework's own argument (Lightning precision=, Accelerator(mixed_precision=)) keeps that
 argument's line. Anything the checker says beyond these is a false alarm.
 """
@@ -387,5 +390,43 @@ EXPECTED = {
             ("zero_grad_set_to_none", D, "tabs_fashion_mnist.py", 51),
         }
         | wide("tabs_fashion_mnist.py", *WIDE),
+    },
+    # --- issue 41: program-wide fixes where they hold for the whole run ---------------------
+    # TF32 is set in the Transformer variant's constructor only: a GRU run goes without it.
+    "tf32_model_variant.py": {
+        "entry": "tf32_model_variant.py",
+        "findings": {("tf32", C, "tf32_model_variant.py", 50)},
+        "afters": {"tf32": "    torch.backends.cuda.matmul.allow_tf32 = True"},
+    },
+    # TF32 and cudnn.benchmark under `if checkpoint is None:`: off on every resumed run.
+    "tf32_fresh_start_only.py": {
+        "entry": "tf32_fresh_start_only.py",
+        "findings": {
+            ("tf32", C, "tf32_fresh_start_only.py", 20),
+            ("cudnn_benchmark", C, "tf32_fresh_start_only.py", 20),
+        },
+        "afters": {
+            "tf32": "    torch.backends.cuda.matmul.allow_tf32 = True",
+            "cudnn_benchmark": "    torch.backends.cudnn.benchmark = True",
+        },
+    },
+    # torch.compile wraps the encoder inside the model: the model trained is not compiled.
+    "compile_sub_block.py": {
+        "entry": "compile_sub_block.py",
+        "findings": {("torch_compile", C, "compile_sub_block.py", 75)},
+        "afters": {"torch_compile": "    model = torch.compile(model)"},
+    },
+    # CNN encoder and LSTM decoder in one model, the decoder built first: the model-level fixes
+    # go on the model trained, never on the decoder.
+    "caption_lstm_decoder.py": {
+        "entry": "caption_lstm_decoder.py",
+        "findings": {
+            ("torch_compile", C, "caption_lstm_decoder.py", 73),
+            ("channels_last", C, "caption_lstm_decoder.py", 73),
+        },
+        "afters": {
+            "torch_compile": "    model = torch.compile(model)",
+            "channels_last": "    model = model.to(memory_format=torch.channels_last)",
+        },
     },
 }

@@ -1,14 +1,15 @@
 """Settings that hold for the whole program: cuDNN's benchmark mode, TF32, mixed precision,
 torch.compile, channels_last (003). Each is said at most once, only for a program that trains or
 evaluates on a GPU, where the fix goes: at the framework's argument when a framework governs it
-(Lightning's Trainer, Hugging Face's TrainingArguments, accelerate's Accelerator), otherwise at
-the first model construction in the entry file (or its first statement after the imports)."""
+(Lightning's Trainer, Hugging Face's TrainingArguments, accelerate's Accelerator), otherwise
+where it holds for the whole run (places.py): a process-wide setting at the start of main (one
+set only on a branch is moved there), a model-level fix after the trained model is built."""
 
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from guidance.engine.code_check import frameworks
+from guidance.engine.code_check import frameworks, places
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.frameworks import Site
@@ -56,17 +57,54 @@ class Place:
     program: Program
     statement: ast.stmt
     model: str = ""  # the name the model is assigned to, where the place is its construction
+    after: bool = True  # a model-level fix goes after the statement, else before it
 
 
 def _place(project: Project) -> Place:
+    """Where a model-level fix goes: after the trained model is built or moved."""
     place = project.memo.get("place")
     if place is None:
-        place = project.memo["place"] = _find_place(project)
+        place = project.memo["place"] = _trained_place(project) or _find_place(project)
     return place  # type: ignore[return-value]
 
 
+def _run_place(project: Project) -> Place:
+    """Where a process-wide setting goes: the start of the entry's main, else after its
+    imports; the model's place where the entry has neither (it only calls a trainer)."""
+    start = places.run_start(project.programs)
+    if start is None:
+        return _place(project)
+    return Place(*start)
+
+
+def _trained(project: Project) -> list[tuple[Program, ast.expr, ast.AST]]:
+    found = project.memo.get("trained")
+    if found is None:
+        found = project.memo["trained"] = places.trained_models(project.programs)
+    return found  # type: ignore[return-value]
+
+
+def _trained_place(project: Project, keep=lambda program, model, at: True) -> Place | None:
+    """After the statement that builds (or moves) the first trained model `keep` accepts."""
+    for program, model, at in _trained(project):
+        if not keep(program, model, at):
+            continue
+        statement = places.built_at(program, model, at)
+        if statement is None:
+            continue
+        name = program.segment(model)
+        if hasattr(statement, "body"):  # lifted out of a branch: before what follows it
+            following = places.next_statement(program, statement)
+            if following is None:
+                continue
+            return Place(program, following, name, after=False)
+        return Place(program, statement, name)
+    return None
+
+
 def _find_place(project: Project) -> Place:
-    """The first model construction in the entry file, else in the file that builds the model
+    """Where the trained model is not seen handed to an optimizer, trainer or wrapper: the
+    first model construction in the entry file, else in the file that builds the model
     (an entry that only calls `run()` from its trainer module), else the entry's first
     statement after its imports."""
     entry = project.entry
@@ -91,7 +129,14 @@ def _construction(program: Program, classes: frozenset[str]) -> Place | None:
         for node in program.by_type[ast.Assign]
         if len(node.targets) == 1 and isinstance(node.value, ast.Call)
     ]
-    for node in sorted(candidates, key=SOURCE_ORDER):
+    # A block built inside a model class (`self.encoder = Encoder()`) is a part of a model:
+    # the model itself, built outside any class, comes first.
+    in_class = {
+        id(node)
+        for node in candidates
+        if any(isinstance(a, ast.ClassDef) for a in program.ancestors(node))
+    }
+    for node in sorted(candidates, key=lambda n: (id(n) in in_class, SOURCE_ORDER(n))):
         target = node.targets[0]
         name = getattr(target, "id", None) or getattr(target, "attr", None)
         if name and _builds_model(program, node.value, name.lower(), target, classes):
@@ -147,8 +192,10 @@ def _at_place(
     fix: str,
     lines: list[str] | None = None,
     after: bool = False,
+    place: Place | None = None,
 ) -> CodeFinding:
-    place = _place(project)
+    place = place or _place(project)
+    after = after and place.after
     if lines and not _imports_torch(place.program) and any("torch." in line for line in lines):
         lines = ["import torch", *lines]  # a file that only calls the trainer's run()
     snippet = insert_lines(place.program, place.statement, lines, after) if lines else None
@@ -227,7 +274,9 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
     deterministic = _assigned(project, "torch.backends.cudnn.deterministic")
     reproducible = any(_is_true(value) for _, _, value in deterministic)
     settings = _assigned(project, "torch.backends.cudnn.benchmark")
-    if any(_is_true(value) for _, _, value in settings):
+    on = [(program, node) for program, node, value in settings if _is_true(value)]
+    if on:
+        yield from _set_on_a_branch(rule, project, on, "cuDNN's benchmark mode", "benchmark")
         return
     for site in project.frameworks.lightning[:1]:
         given = _argument(project, site, "benchmark")
@@ -295,7 +344,7 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
         program, node, _ = deterministic[0]
         yield _reproducible(project, program, node)
         return
-    torch = torch_name(_place(project).program)
+    torch = torch_name(_run_place(project).program)
     yield _at_place(
         rule,
         project,
@@ -305,6 +354,39 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
         f"Set {torch}.backends.cudnn.benchmark = True before training (it times the algorithms "
         "once per input shape, then uses the fastest).",
         [f"{torch}.backends.cudnn.benchmark = True"],
+        place=_run_place(project),
+    )
+
+
+# The line that turns each process-wide setting on, at the start of the run.
+_TURN_ON = {
+    "benchmark": "{torch}.backends.cudnn.benchmark = True",
+    "tf32": "{torch}.backends.cuda.matmul.allow_tf32 = True",
+}
+
+
+def _set_on_a_branch(
+    rule: str, project: Project, on: list[tuple[Program, ast.AST]], what: str, key: str
+) -> Iterator[CodeFinding]:
+    """Nothing where one of the settings runs on every run; else a change that moves it to
+    the start of the run, naming the branch it is set on."""
+    branches = [(program, places.branch_of(program, node)) for program, node in on]
+    if any(branch is None for _, branch in branches):
+        return
+    program, branch = branches[0]
+    assert branch is not None
+    where = "" if program is project.entry else f" of {program.name}"
+    place = _run_place(project)
+    torch = torch_name(place.program)
+    line = _TURN_ON[key].format(torch=torch)
+    yield _at_place(
+        rule,
+        project,
+        f"{what} is turned on only {branch.what} (line {branch.line}{where}): on the runs "
+        "that take another path it stays off.",
+        f"Move `{line}` to the start of the run, where it holds whatever path the run takes.",
+        [line],
+        place=place,
     )
 
 
@@ -329,12 +411,14 @@ def check_tf32(project: Project) -> Iterator[CodeFinding]:
     rule = "tf32"
     flags = _assigned(project, "torch.backends.cuda.matmul.allow_tf32")
     precision_calls = _calls(project, "torch.set_float32_matmul_precision")
-    if any(_is_true(value) for _, _, value in flags):
-        return
+    on = [(program, node) for program, node, value in flags if _is_true(value)]
     for program, call in precision_calls:
         given = project.values[program.name].argument(call, "precision", 0)
         if given is not None and given.known and given.value in ("high", "medium"):
-            return
+            on.append((program, call))
+    if on:
+        yield from _set_on_a_branch(rule, project, on, "TF32", "tf32")
+        return
     for site in project.frameworks.hf_arguments[:1]:
         given = _argument(project, site, "tf32")
         if _is_true(given):
@@ -385,7 +469,7 @@ def check_tf32(project: Project) -> Iterator[CodeFinding]:
                 'Pass "high" on the cluster.',
             )
             return
-    torch = torch_name(_place(project).program)
+    torch = torch_name(_run_place(project).program)
     yield _at_place(
         rule,
         project,
@@ -395,6 +479,7 @@ def check_tf32(project: Project) -> Iterator[CodeFinding]:
         f"Set {torch}.backends.cuda.matmul.allow_tf32 = True (or call "
         f'{torch}.set_float32_matmul_precision("high")) before training.',
         [f"{torch}.backends.cuda.matmul.allow_tf32 = True"],
+        place=_run_place(project),
     )
 
 
@@ -670,8 +755,10 @@ def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
     if not project.trains or not project.on_gpu:
         return
     rule = "torch_compile"
-    if _calls(project, "torch.compile"):
-        return
+    compiled = _calls(project, "torch.compile")
+    parts = [(program, call) for program, call in compiled if _compiles_a_part(program, call)]
+    if compiled and (len(parts) < len(compiled) or _trained_place(project) is None):
+        return  # the model, or a training step, is compiled; or what is trained is not known
     for program, call in project.calls_with_attr("compile"):
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
         if receiver is not None and any(
@@ -709,13 +796,25 @@ def check_torch_compile(project: Project) -> Iterator[CodeFinding]:
     place = _place(project)
     torch = torch_name(place.program)
     model = place.model or "model"
+    message = (
+        "The program never compiles its model: torch.compile fuses its operations into fewer, "
+        "faster GPU kernels."
+    )
+    if parts:
+        program, call = parts[0]
+        part = program.segment(call.args[0]) if call.args else "a part"
+        message = (
+            f"torch.compile is applied to `{_short(part)}` (line {call.lineno}), one part of a "
+            f"model, not to `{model}`, the model the program trains: the rest of it runs "
+            "uncompiled, and each compiled part is a graph break."
+        )
     yield _at_place(
         rule,
         project,
-        "The program never compiles its model: torch.compile fuses its operations into fewer, "
-        "faster GPU kernels.",
+        message,
         f"Once training runs correctly, add `{model} = {torch}.compile({model})` after the model "
-        "is built (wrap it in try/except: compilation can fail on unusual models).",
+        "is built (wrap it in try/except: compilation can fail on unusual models)"
+        + (", and compile the part no longer." if parts else "."),
         [f"{model} = {torch}.compile({model})"] if place.model else None,
         after=True,
     )
@@ -729,7 +828,10 @@ def check_channels_last(project: Project) -> Iterator[CodeFinding]:
         return
     if any("channels_last" in program.attributes for program in project.programs):
         return
-    place = _place(project)
+    convolutional = _trained_place(project, keep=lambda p, m, at: _convolutional(project, p, m, at))
+    if convolutional is None and _trained_place(project) is not None:
+        return  # the models it trains are built without 2-D convolutions (a recurrent decoder)
+    place = convolutional or _place(project)
     torch = torch_name(place.program)
     model = place.model or "model"
     yield _at_place(
@@ -742,3 +844,47 @@ def check_channels_last(project: Project) -> Iterator[CodeFinding]:
         [f"{model} = {model}.to(memory_format={torch}.channels_last)"] if place.model else None,
         after=True,
     )
+
+
+def _compiles_a_part(program: Program, call: ast.Call) -> bool:
+    """`self.encoder = torch.compile(Encoder())` inside a plain nn.Module: one block of the
+    model compiled, not the model (a LightningModule's `self.model` is its whole model)."""
+    given = program.segment(call.args[0]) if call.args else ""
+    if given in ("self", "self.forward"):
+        return False
+    for node in program.ancestors(call):
+        if isinstance(node, ast.ClassDef):
+            bases = [program.segment(base) for base in node.bases]
+            return any(b.endswith("Module") and "Lightning" not in b for b in bases)
+    return False
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+RECURRENT = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell")
+
+
+def _convolutional(project: Project, program: Program, model: ast.expr, at: ast.AST) -> bool:
+    """Whether the trained model is built with 2-D convolutions: its own class (and the
+    classes it builds) or a vision library's model; True where its construction is not seen."""
+    call = places.construction(program, model, at)
+    if call is None:
+        return True
+    classes = project.memo.get("classes")
+    if classes is None:
+        classes = project.memo["classes"] = {
+            node.name: (owner, node)
+            for owner in project.programs
+            for node in owner.by_type[ast.ClassDef]
+        }
+    name = getattr(call.func, "attr", None) or getattr(call.func, "id", None) or ""
+    qualname = program.qualname(call.func) or name
+    layers = places.layers_of(classes, program, call)  # type: ignore[arg-type]
+    if any(layer in CONV_2D or layer.startswith(VISION_MODELS) for layer in layers):
+        return True
+    if name in classes or qualname.startswith("torch.nn."):
+        return False  # its layers are seen: none is a 2-D convolution
+    return not name.endswith(RECURRENT)
