@@ -47,31 +47,29 @@ run: venv
 	fi && \
 	exec $(BIN)/python manage.py serve
 
-# The tests import the settings, which need SECRET_KEY unless DEBUG is true. Three runs at once,
-# each in a folder and (but the main one) without a cache of its own, their output one after
-# another: the tests that wait on the dev cluster, Chromium, servers and workers, one at a time
-# (they share the cluster's few GPUs); beside them the tests that need none of these, over two
-# processes (-n 2: each its own test database), which the waiting leaves the CPUs to; and the soak
-# test (ten minutes of a mostly idle worker). Status 5 is "no test selected": a PYTEST_ARGS that
-# picks none of a side run's tests is not a failure; a `-m` in it chooses the main run's tests only
-# (the side runs' own -m, given last, wins there).
+# The tests import the settings, which need SECRET_KEY unless DEBUG is true. Two lines at once:
+# the tests that wait on the dev cluster, Chromium, servers and workers, one at a time (they share
+# the cluster's few GPUs); and beside them, in folders and without caches of their own, the tests
+# that need none of these over two processes (-n 2: a test database each), which the waiting leaves
+# the CPUs to, and after them the soak test (ten minutes of a mostly idle worker, which must not
+# share the CPUs with those two). Their output follows the main run's. Status 5 is "no test
+# selected": a PYTEST_ARGS that picks none of a run's tests is not a failure; a `-m` in it
+# chooses the main run's tests only (the side runs' own -m, given last, wins there).
 SIDE_PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
 test: lint
 	@sh scripts/install-test-deps
 	@export DEBUG="$${DEBUG:-true}"; side=$$(mktemp -d); \
-	$(SIDE_PYTEST) $(PYTEST_ARGS) -m soak --basetemp="$$side/soak" >"$$side/soak.out" 2>&1 & \
-	soak=$$!; \
-	$(SIDE_PYTEST) $(PYTEST_ARGS) -m "not (soak or cluster or browser or service)" -n 2 \
-		--basetemp="$$side/quick" >"$$side/quick.out" 2>&1 & quick=$$!; \
+	{ $(SIDE_PYTEST) $(PYTEST_ARGS) -m "not (soak or cluster or browser or service)" -n 2 \
+		--basetemp="$$side/quick" >"$$side/quick.out" 2>&1; echo $$? >"$$side/quick.rc"; \
+	  $(SIDE_PYTEST) $(PYTEST_ARGS) -m soak --basetemp="$$side/soak" >"$$side/soak.out" 2>&1; \
+	  echo $$? >"$$side/soak.rc"; } & side_runs=$$!; \
 	$(BIN)/python -m pytest -m "(cluster or browser or service) and not soak" $(PYTEST_ARGS); \
-	waiting=$$?; \
-	wait $$quick; quicked=$$?; wait $$soak; soaked=$$?; \
+	waiting=$$?; wait $$side_runs; quicked=$$(cat "$$side/quick.rc"); soaked=$$(cat "$$side/soak.rc"); \
 	echo "--- the tests that need no service (-n 2), run beside these, exited with $$quicked:"; \
 	cat "$$side/quick.out"; \
-	echo "--- the soak test (pytest -m soak), run beside the others, exited with $$soaked:"; \
+	echo "--- the soak test (pytest -m soak), run beside these after them, exited with $$soaked:"; \
 	cat "$$side/soak.out"; rm -rf "$$side"; \
-	[ $$waiting = 0 ] && { [ $$quicked = 0 ] || [ $$quicked = 5 ]; } && \
-		{ [ $$soaked = 0 ] || [ $$soaked = 5 ]; }
+	for status in $$waiting $$quicked $$soaked; do [ $$status = 0 ] || [ $$status = 5 ] || exit 1; done
 
 # The markers come from the fixtures a test uses (tests/conftest.py); -n spreads the tests over
 # the cores (pytest-xdist): most of their time is each test's own database setup.
