@@ -154,6 +154,8 @@ class Command(BaseCommand):
         ):
             time.sleep(0.1)
         for process in processes:
+            if process.poll() is None:
+                self._say(f"pid {process.pid} did not stop within {GRACE_SECONDS:g} s: killed")
             # Also reaches grandchildren whose parent has already exited, so none is orphaned.
             _signal_group(process, signal.SIGKILL)
             process.wait()
