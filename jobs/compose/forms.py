@@ -9,14 +9,14 @@ from django.core.validators import RegexValidator
 from guidance.citations import cite, known_documents
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
-from guidance.engine.shell import MODULE_NAME, variables_in
+from guidance.engine.shell import ALWAYS_SET, MODULE_NAME, SLURM_JOB_VARIABLES, variables_in
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.sources import Source
 from guidance.engine.storage import checkpoint_plan, results_default
 from guidance.facts import cluster_facts
 from guidance.forms import AdviceForm, ClusterChoiceField, NameChoiceField
 from guidance.models import Cluster
-from jobs.compose import script, script_spec
+from jobs.compose import script_spec
 from jobs.slurm.values import SlurmParseError, parse_memory_mb
 
 NAME_RULE = (
@@ -343,7 +343,7 @@ class ComposeForm(AdviceForm):
                 if environment
                 else _unpublished(cluster, "a module command", instead),
             )
-        known = script.ALWAYS_SET | script.SLURM_JOB_VARIABLES
+        known = ALWAYS_SET | SLURM_JOB_VARIABLES
         if environment:
             known |= {name for name, _ in environment.pairs()}
         for field in ("data_path", "results_dir", "environment_path"):

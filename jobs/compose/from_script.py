@@ -16,9 +16,8 @@ from guidance.engine.script_check import (
     parse_time_limit,
     read_count,
 )
-from guidance.engine.shell import MODULE_NAME, variables_in
+from guidance.engine.shell import ALWAYS_SET, MODULE_NAME, variables_in
 from guidance.engine.types import Cluster
-from jobs.compose import script
 from jobs.compose.forms import ComposeForm
 from jobs.compose.script_spec import NAME
 from jobs.slurm.values import SlurmParseError, parse_memory_mb
@@ -257,7 +256,7 @@ def _modules(modules: list[str], cluster: Cluster, carried: Carried) -> None:
 
 def _virtualenv(path: str, cluster: Cluster, carried: Carried) -> None:
     site = {name for name, _ in cluster.environment.variables}
-    unknown = [v for v in variables_in(path) if v not in script.ALWAYS_SET | site]
+    unknown = [v for v in variables_in(path) if v not in ALWAYS_SET | site]
     if not path:
         carried.left_out.append("the virtualenv at /: not a folder a job can use")
     elif unknown:

@@ -10,16 +10,7 @@ import textwrap
 
 from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.data import file_name
-
-# The job's own variables are the engine's fact (the script checker reads them too); the composer
-# names them as script.ALWAYS_SET and script.SLURM_JOB_VARIABLES.
-from guidance.engine.shell import (  # noqa: F401
-    ALWAYS_SET,
-    SLURM_JOB_VARIABLES,
-    quote,
-    shell_path,
-    variables_in,
-)
+from guidance.engine.shell import ALWAYS_SET, quote, shell_path, variables_in
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE
 from jobs.compose.script_spec import ScriptSpec
