@@ -98,11 +98,7 @@ def check_checkpoints(
     if any(n.code == "over_max_duration" for n in notes):
         return  # that note already asks for checkpoints and a chain
     array = script.option("array") or ""
-    signs = (
-        array.endswith("%1")
-        or script.has("requeue", "signal")
-        or any(CHECKPOINT_WORDS.search(TAR_PROGRESS.sub("", c)) for c in script.commands)
-    )
+    signs = array.endswith("%1") or script.has("requeue", "signal") or _says_checkpoint(script)
     if signs:
         return
     given = script.given("time")
@@ -160,8 +156,8 @@ def check_resume(
             )
         )
         return
-    text = "\n".join(TAR_PROGRESS.sub("", c) for c in script.commands)
-    if CHECKPOINT_WORDS.search(text) or (parts > 1 and TASK_ID.search(text)):
+    sweep = parts > 1 and any(TASK_ID.search(c) for c in script.commands)
+    if _says_checkpoint(script) or sweep:
         return  # it hands the program a checkpoint, or each index runs other work (a sweep)
     notes.append(
         Finding(
@@ -194,3 +190,8 @@ def _chain_parts(array: str) -> int:
         elif item.strip().isdigit():
             count += 1
     return count
+
+
+def _says_checkpoint(script: Script) -> bool:
+    """A command names a checkpoint or resuming (tar's progress option aside)."""
+    return any(CHECKPOINT_WORDS.search(TAR_PROGRESS.sub("", c)) for c in script.commands)
