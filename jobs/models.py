@@ -701,7 +701,8 @@ class ProgramCheck(models.Model):
     error = models.TextField(blank=True, help_text="Why the program could not be read.")
     trains_or_evaluates = models.BooleanField(
         default=True,
-        help_text="Whether the files read train or evaluate a model: without, nothing was checked.",
+        help_text="Whether the files read train or evaluate a model: without, every line was still "
+        "checked, and only the program-wide advice waits for the loop.",
     )
 
     class Meta:
