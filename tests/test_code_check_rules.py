@@ -755,6 +755,39 @@ def test_a_helpers_tensor_moved_by_its_caller_is_said_at_the_call():
     assert "make_noise(..., device=device)" in finding.fix
 
 
+def test_a_local_made_then_moved_later_is_said_at_the_move_without_a_rewrite():
+    result = check(
+        """
+        import torch
+
+        def schedule(steps):
+            betas = torch.linspace(1e-4, 0.02, steps)
+            alphas = 1.0 - betas
+            betas = betas.to(device)
+            return betas, alphas
+        """
+        + TRAINS
+    )
+    finding = one(result, "tensor_created_then_moved")
+    # Said at the move, with no mechanical after: `alphas` still uses the CPU tensor.
+    assert (finding.line, finding.after) == (7, "")
+    assert "`betas` is made with `torch.linspace(...)` in CPU memory (line 5)" in finding.message
+    assert "device=device to torch.linspace where `betas` is made" in finding.fix
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = torch.zeros(3)\n    x = torch.ones(3)\n    y = x.to(device)",  # set twice
+        "y = x.to(device)\n    x = torch.zeros(3)",  # set after the move
+        "x = load()\n    y = x.to(device)",  # not made by a factory
+    ],
+)
+def test_a_local_not_surely_made_by_a_factory_before_the_move_is_not_this_rule(body):
+    source = f"import torch\n\ndef f():\n    {body}\n" + TRAINS
+    assert not found(check_code({"train.py": source}, DGX), "tensor_created_then_moved")
+
+
 def test_a_helper_in_another_file_is_followed_one_level():
     files = {
         "train.py": "import torch\nfrom noise import make_noise\nz = make_noise(8).cuda()\n"

@@ -345,12 +345,14 @@ EXPECTED = {
     },
     # --- issue 41: created-then-moved through nesting, no gates, tabs ----------------------
     # Made then moved through torch.exp and arithmetic, torch.cumprod, .long(), .cuda(), and a
-    # helper's result moved by its caller; the batch and randn_like moves are not this rule.
+    # helper's result moved by its caller, and a local (`betas`) made on one line and moved on
+    # the next; the batch and randn_like moves are not this rule.
     "ddpm_mnist.py": {
         "entry": "ddpm_mnist.py",
         "findings": {
             ("tensor_created_then_moved", C, "ddpm_mnist.py", 16),
             ("tensor_created_then_moved", C, "ddpm_mnist.py", 23),
+            ("tensor_created_then_moved", C, "ddpm_mnist.py", 24),
             ("tensor_created_then_moved", C, "ddpm_mnist.py", 49),
             ("tensor_created_then_moved", C, "ddpm_mnist.py", 50),
             ("tensor_created_then_moved", C, "ddpm_mnist.py", 72),

@@ -132,10 +132,11 @@ class Origin:
     leaf: bool = False
     helper: ast.FunctionDef | None = None
     helper_program: Program | None = None
+    local: ast.Name | None = None  # moved through a name made earlier: its other uses unseen
 
     @property
     def safe(self) -> bool:
-        return not self.unplaced and not self.leaf and self.helper is None
+        return not self.unplaced and not self.leaf and self.helper is None and self.local is None
 
 
 _Made = tuple[list[ast.Call], list[ast.AST]]  # factories, operands not known to be numbers
@@ -149,6 +150,8 @@ def origin(program: Program, expr: ast.AST, helpers: "Helpers") -> Origin | None
         factories, unplaced = found
         leaf = any(k.arg == "requires_grad" for f in factories for k in f.keywords)
         return Origin(tuple(factories), tuple(unplaced), leaf) if factories else None
+    if isinstance(expr, ast.Name):
+        return _local(program, expr)
     if isinstance(expr, ast.Call) and not expr.keywords and not _has_starred(expr):
         helper = helpers.find(program, expr.func)
         if helper is not None:
@@ -157,6 +160,24 @@ def origin(program: Program, expr: ast.AST, helpers: "Helpers") -> Origin | None
             if made is not None:
                 return Origin(made, helper=function, helper_program=where)
     return None
+
+
+def _local(program: Program, name: ast.Name) -> Origin | None:
+    """A name set once, before the move and in the move's own scope, from factories:
+    `betas = torch.linspace(...)`, later `betas.to(device)` (or `betas = betas.to(device)`).
+    Never rewritten: the name's other uses may want the CPU tensor."""
+    move = program.parents.get(program.parents.get(name))
+    bindings = [b for b in _bindings(program, name) if b is not move]
+    if len(bindings) != 1 or not isinstance(bindings[0], ast.expr):
+        return None
+    value = bindings[0]
+    if value.lineno >= name.lineno or program.scope_of(value) is not program.scope_of(name):
+        return None
+    made = _made(program, value)
+    if made is None or not made[0]:
+        return None
+    leaf = any(k.arg == "requires_grad" for f in made[0] for k in f.keywords)
+    return Origin(tuple(made[0]), tuple(made[1]), leaf, local=name)
 
 
 def _has_starred(call: ast.Call) -> bool:

@@ -86,6 +86,22 @@ def _finding(program: Program, move: ast.Call, made: Origin, device: str) -> Cod
             "its result (its other callers keep the CPU with device=None).",
             Snippet(program.line_text(first, last), "", first, last),
         )
+    if made.local is not None:
+        local = made.local.id
+        made_at = made.factories[0].lineno
+        return make(
+            "tensor_created_then_moved",
+            Kind.CHANGE,
+            program,
+            move,
+            f"`{local}` is made with {factories} in CPU memory (line {made_at}) and {moved} "
+            "then copies it to the GPU: an allocation and a transfer that creating it on the "
+            "device avoids.",
+            f"Pass device={device} to {' and '.join(names)} where `{local}` is made (line "
+            f"{made_at}) and use it without moving it, unless something in between needs "
+            "it in CPU memory.",
+            Snippet(program.line_text(first, last), "", first, last),
+        )
     message = (
         f"{factories} makes the tensor in CPU memory and {moved} then copies it to the GPU: "
         "an allocation and a transfer that creating it on the device avoids."
