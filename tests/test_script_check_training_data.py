@@ -107,6 +107,9 @@ DATA = "/project/def-me/imagenet"
         f"D={DATA}\napptainer exec --nv -B $D:/data img.sif python train.py --data /data/train\n",
         f"apptainer exec --nv -B {DATA}:/d --env DATA_DIR=/d img.sif python train.py\n",
         f"export APPTAINERENV_DATA_ROOT=/d\nsingularity exec -B {DATA}:/d i.sif python train.py\n",
+        # Started by a launcher: srun's own options, then the container's binds.
+        f"srun --ntasks=1 apptainer exec --nv -B {DATA}:/data i.sif python train.py --data /data\n",
+        f"srun -n 1 -c 8 singularity exec -B {DATA}:/d --nv i.sif python train.py --root /d\n",
     ],
 )
 def test_a_network_path_reaching_the_program_through_variables_is_flagged(body):
@@ -132,6 +135,11 @@ def test_a_network_path_reaching_the_program_through_variables_is_flagged(body):
         # A container's program given the copy through its environment.
         f"tar xf {DATA}.tar -C $SLURM_TMPDIR\n"
         "apptainer exec --nv -B $SLURM_TMPDIR:/d --env DATA_DIR=/d/imagenet i.sif python train.py",
+        f"tar xf {DATA}.tar -C $SLURM_TMPDIR\n"
+        "srun apptainer exec --nv -B $SLURM_TMPDIR/imagenet:/d i.sif python train.py --data /d",
+        # The image and its bind on network storage are not the training data.
+        "srun apptainer exec --nv -B /project/def-me/code:/code /project/def-me/i.sif "
+        "python /code/train.py --data $SLURM_TMPDIR/d",
         # A subshell that stages, and a program given the copy's full path.
         f"( cd $SLURM_TMPDIR && tar xf {DATA}.tar )\n"
         "python train.py --data $SLURM_TMPDIR/imagenet\n",

@@ -123,8 +123,10 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
         if program in NOT_PROGRAMS:
             continue
         inside: list[tuple[str, str]] = []  # the environment a container's program gets
-        if program in CONTAINER_TOOLS:
-            words, inside = _seen_from_outside(words, (*step.exported, *step.env))
+        container = _container_at(words)
+        if container is not None:
+            inner, inside = _seen_from_outside(words[container:], (*step.exported, *step.env))
+            words = words[:container] + inner
         training = _is_training(words)
         reading.runs.append(Run(number, tuple(words), training, command.background))
         if not training:
@@ -192,6 +194,9 @@ def _looks_like_folder(option: str, word: str) -> bool:
 
 
 CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
+CONTAINER_VERBS = frozenset({"exec", "run", "shell"})
+# Commands that start another command after options of their own: srun -n 1 apptainer exec ...
+LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec", "timeout", "numactl", "taskset"})
 # apptainer exec's options that take a value as the next word.
 CONTAINER_VALUE_OPTIONS = frozenset(
     {"-B", "--bind", "--mount", "--env", "--env-file", "-H", "--home", "--pwd", "-W"}
@@ -242,6 +247,21 @@ def _seen_from_outside(
 
     environment = [outside(p).partition("=") for p in passed if "=" in p]
     return [outside(w) for w in inner] or words, [(n, v) for n, _, v in environment]
+
+
+def _container_at(words: list[str]) -> int | None:
+    """Where a container's command starts: the first word, or the first after a launcher
+    and its options (srun --ntasks=1 apptainer exec ...); None where no container runs."""
+    if words[0].rsplit("/", 1)[-1] in CONTAINER_TOOLS:
+        return 0
+    if words[0].rsplit("/", 1)[-1] not in LAUNCHERS:
+        return None
+    for i, word in enumerate(words[1:-1], start=1):
+        if word.rsplit("/", 1)[-1] in CONTAINER_TOOLS and words[i + 1] in CONTAINER_VERBS:
+            return i
+        if not word.startswith("-") and not words[i - 1].startswith("-"):
+            return None  # a program of its own, not an option's value: srun python ...
+    return None
 
 
 def _binds(value: str) -> list[tuple[str, str]]:

@@ -11,7 +11,12 @@ from dataclasses import dataclass
 
 from guidance.engine import sources
 from guidance.engine.notes import describe_hours
-from guidance.engine.script_check.commands import Reading
+from guidance.engine.script_check.commands import (
+    CONTAINER_TOOLS,
+    CONTAINER_VERBS,
+    LAUNCHERS,
+    Reading,
+)
 from guidance.engine.script_check.findings import Edit, Finding, Severity
 from guidance.engine.script_check.parse import Script, parse_time_limit
 from guidance.engine.script_check.request import Request, node_types
@@ -25,8 +30,6 @@ APPTAINER_GPUS = Source(
     "Apptainer User Guide", "GPU Support (NVIDIA CUDA & AMD ROCm): NVIDIA GPUs & CUDA (Standard)"
 )
 
-CONTAINER_TOOLS = frozenset({"apptainer", "singularity"})
-CONTAINER_VERBS = frozenset({"exec", "run", "shell"})
 # What hands the container the node's GPUs: the flags, or the variables that set them
 # (APPTAINER_NV=1 stands for --nv). AMD's --rocm is the same for AMD GPUs.
 GPU_FLAGS = frozenset({"--nv", "--nvccli", "--rocm"})
@@ -52,7 +55,6 @@ NOT_STARTING = frozenset(
 HINTS = re.compile(r"apptainer|singularity|jupyter|notebook|code|sleep|tail|while|until")
 # Words that only start the real command, and launchers whose options come before it.
 KEYWORDS = frozenset({"then", "do", "else", "time", "nohup", "exec", "!", "env", "stdbuf"})
-LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec", "timeout", "numactl", "taskset"})
 # A loop that only waits and reports: `while true; do sleep 60; done` keeps the job alive.
 ENDLESS = (("true",), (":",), ("[", "1", "]"), ("[[", "1", "]]"), ("[", "true", "]"))
 IDLE_BODY = frozenset({"sleep", "echo", "printf", "date", "nvidia-smi", ":", "true", "do"})
