@@ -107,6 +107,7 @@ def test_the_plan_shows_the_clean_up_of_a_virtualenv_built_on_the_node(client, s
         ({"modules": ["cuda", "$(id)"]}, "modules", "Not a module name"),
         ({"dataset_gb": -1}, "dataset_gb", "cannot be negative"),
         ({"data_path": ""}, "data_path", "Enter the data path"),
+        ({"data_path": "$HOME/shards/shard-*.tar"}, "data_path", "holds a pattern (*)"),
         ({"command": "echo \x1b[31m"}, "command", "control characters"),
         ({"command": "echo \x00"}, "command", "Null characters are not allowed"),
         ({"cluster": "dgx"}, "cluster", "writes no script"),

@@ -110,6 +110,35 @@ def test_every_variable_of_a_path_is_one_the_job_has(seeded):
     assert 'RESULTS_DEST="$SCRATCH"/r/"$SLURM_JOB_ID"' in composed.script
 
 
+@pytest.mark.parametrize(
+    ("path", "pattern"),
+    [
+        ("$HOME/data/shards/shard-*.tar", "*"),
+        ("$PROJECT/d/part-?.h5", "?"),
+        ("$PROJECT/d/shard-[0-9].tar", "[0-9]"),
+        ("$PROJECT/d/{train,val}", "{train,val}"),
+    ],
+)
+def test_a_data_path_with_a_pattern_is_refused_on_its_field_with_what_to_write(
+    seeded, path, pattern
+):
+    # Written quoted, the job would look for a file of that very name and stop at once.
+    form, composed = _compose(seeded, data_path=path)
+    assert composed is None
+    error = form.errors["data_path"][0]
+    assert f"holds a pattern ({pattern})" in error
+    assert "choose 'A folder of shards'" in error
+    assert form.data["data_path"] == path  # kept as typed
+
+
+@pytest.mark.parametrize(
+    "path", ["${PROJECT}/d", "$PROJECT/d[1]", "$PROJECT/{x}", "$PROJECT/a,b", "~/d"]
+)
+def test_a_path_that_names_one_path_is_not_taken_for_a_pattern(seeded, path):
+    form, composed = _compose(seeded, data_path=path)
+    assert "data_path" not in form.errors, form.errors
+
+
 def test_a_cluster_with_no_published_job_environment_says_what_to_ask_for(seeded):
     # As for a cluster an admin has just added: nothing is known of what its jobs get.
     JobEnvironment.objects.filter(cluster__slug="narval").delete()

@@ -58,6 +58,20 @@ def variables_in(value: str) -> list[str]:
     return list(dict.fromkeys(name for kind, name in path_parts(value) if kind == "var"))
 
 
+# What a shell would expand into several paths were the path unquoted: *, ?, a range [0-9], a
+# brace list {a,b}. The portal quotes every path it writes, so the job would look for a file
+# named with these. A bracket without a range ([1]) is taken as part of a folder's name.
+PATTERN = re.compile(r"[*?]|\[[^\]/]*-[^\]/]*\]|\{[^{}/]*,[^{}/]*\}")
+
+
+def pattern_in(value: str) -> str:
+    """The first pattern in the path's literal parts, or "" where it names one path."""
+    for kind, text in path_parts(value):
+        if kind == "text" and (found := PATTERN.search(text)):
+            return found.group()
+    return ""
+
+
 def split_path(value: str) -> tuple[str, str]:
     """(the variable a path starts with, "HOME" for ~, or ""; the rest as written)."""
     parts = path_parts(value)

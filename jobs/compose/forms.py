@@ -9,7 +9,13 @@ from django.core.validators import RegexValidator
 from guidance.citations import cite, known_documents
 from guidance.engine import DataKind, JobSpec, Launch, Overrides
 from guidance.engine.notes import describe_hours
-from guidance.engine.shell import ALWAYS_SET, MODULE_NAME, SLURM_JOB_VARIABLES, variables_in
+from guidance.engine.shell import (
+    ALWAYS_SET,
+    MODULE_NAME,
+    SLURM_JOB_VARIABLES,
+    pattern_in,
+    variables_in,
+)
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.sources import Source
 from guidance.engine.storage import checkpoint_plan, results_default
@@ -284,6 +290,17 @@ class ComposeForm(AdviceForm):
             f"{checkpoints.reason}{_cited(checkpoints.source)}"
         )
         return default
+
+    def clean_data_path(self) -> str:
+        path = self.cleaned_data["data_path"]
+        if pattern := pattern_in(path):
+            shards = DataKind.SHARDS.label.split(" (")[0]
+            raise forms.ValidationError(
+                f"The data path holds a pattern ({pattern}), which the job does not expand: "
+                "it would look for a file of that very name and stop. Give the folder that "
+                f"holds the files instead; for .tar shards, choose '{shards}' as the data kind."
+            )
+        return path
 
     def clean_results_dir(self) -> str:
         """The cluster's default while the user has not typed their own: empty, or still the
