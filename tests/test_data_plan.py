@@ -135,7 +135,7 @@ def test_a_data_path_with_a_pattern_is_refused_on_its_field_with_what_to_write(
     "path", ["${PROJECT}/d", "$PROJECT/d[1]", "$PROJECT/{x}", "$PROJECT/a,b", "~/d"]
 )
 def test_a_path_that_names_one_path_is_not_taken_for_a_pattern(seeded, path):
-    form, composed = _compose(seeded, data_path=path)
+    form, _ = _compose(seeded, data_path=path)
     assert "data_path" not in form.errors, form.errors
 
 
