@@ -135,13 +135,19 @@ def main() -> None:
         "rendezvous": {name: env.get(name) for name in ("MASTER_ADDR", "NNODES", "WORLD_SIZE")},
     }
     results_dir = pathlib.Path(env["RESULTS_DIR"])
+    # A log every part adds to, on every node: each part's lines must come back.
+    with (results_dir / "log.txt").open("a") as log:
+        log.write(f"part {part}\n")
     if world > 1:  # the same name on every node: only what comes back apart survives
         if float(env.get("PROBE_SECONDS", "0")) > 0:
             # Saved under signals when cancelled: large enough that the copy is still running
             # when the second one comes, and named to be copied before node.txt.
             (results_dir / "model.bin").write_bytes(bytes(MODEL_BYTES))
         (results_dir / "node.txt").write_text(node)
-        (pathlib.Path(env["CHECKPOINT_DIR"]) / f"node-{node}.txt").write_text(str(rank))
+        # In a folder of their own: a chain's next part resumes from the newest file beside.
+        nodes = pathlib.Path(env["CHECKPOINT_DIR"]) / "nodes"
+        nodes.mkdir(exist_ok=True)
+        (nodes / f"node-{node}.txt").write_text(str(rank))
     if env.get("SLURM_PROCID", "0") == "0":
         (results_dir / f"result-{part}.txt").write_text(sha)
         checkpoint = pathlib.Path(env["CHECKPOINT_DIR"]) / f"part-{part}.ckpt"

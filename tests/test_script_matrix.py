@@ -158,6 +158,8 @@ CASES = [
     Case("processing", environment="venv"),
     Case("narval", environment="modules"),
     *(Case(site, "large-folder", chain=True) for site in PROFILES),
+    # Each node's results kept over the parts: the later part starts from them on each node.
+    *(Case(site, "large-folder", chain=True, nodes=2) for site in ("narval", "processing")),
     *(Case(site) for site in ("beluga", "cedar", "graham")),
     *(
         Case(site, "large-folder", ending=ending)
@@ -580,7 +582,7 @@ def _check_every_node(ran: Ran, probes: list[dict]) -> None:
     assert (ran.results / "node-1" / "node.txt").read_text() == second
     if ran.case.ending == "cancel":  # copied whole although a signal came in the middle
         assert (ran.results / "node-1" / "model.bin").stat().st_size == MODEL_BYTES
-    checkpoints = {path.name for path in ran.checkpoints.glob("node-*.txt")}
+    checkpoints = {path.name for path in ran.checkpoints.glob("nodes/node-*.txt")}
     assert checkpoints == {f"node-{first}.txt", f"node-{second}.txt"}
 
 
@@ -628,8 +630,14 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
             assert probe["env_dir"].startswith(("/localscratch/", "/processing/"))
 
     # Results came back to persistent storage, a checkpoint per part, each part resuming.
-    for part in range(1, parts + 1) if case.chain else [0]:
+    numbers = range(1, parts + 1) if case.chain else [0]
+    for part in numbers:
         assert (ran.results / f"result-{part}.txt").read_text() == expected[case.shape]
+    # A log that every part adds to, on every node, keeps every part's lines, in order.
+    logs = {log: log.read_text().splitlines() for log in ran.results.rglob("log.txt")}
+    lines = sorted(line for written in logs.values() for line in written)
+    assert lines == sorted(f"part {part}" for part in numbers for _ in range(case.nodes)), logs
+    assert all(written == sorted(written) for written in logs.values()), logs
     checkpoints = ran.checkpoints
     site = SITES[case.site]
     if site.checkpoint_root:  # on scratch, named by the job; none with the results
@@ -640,7 +648,7 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
         assert 'CHECKPOINT_DIR="$RESULTS_DEST/checkpoints"\n' in ran.script
     assert (checkpoints / f"part-{1 if case.chain else 0}.ckpt").read_text().startswith("part ")
     if case.chain:
-        assert sorted(p.name for p in checkpoints.iterdir()) == ["part-1.ckpt", "part-2.ckpt"]
+        assert sorted(p.name for p in checkpoints.glob("*.ckpt")) == ["part-1.ckpt", "part-2.ckpt"]
         second = next(p for p in probes if p["resumed_from"])
         assert second["resumed_from"] == "part 1"
         # The second part found the first's checkpoint in the folder they share.

@@ -285,9 +285,38 @@ def _folders(spec: ScriptSpec) -> list[str]:
             "# Every node has its own node-local $RESULTS_DIR, where the command may write.",
             f'{ON_EVERY_NODE}mkdir -p "$RESULTS_DIR"',
         ]
+    if spec.chain and _results_on_node(spec):
+        lines += _earlier_parts(spec)
     if _keeps_other_nodes(spec):
         lines += _node_keepers(spec)
     return lines
+
+
+# What a later part of a chain takes from the results kept: not the checkpoints (with the
+# results when the site has no folder of its own for them: they are read where they are), nor
+# the other nodes' folders (each of those nodes takes its own).
+_SEED = 'rsync -a --exclude=/checkpoints/ --exclude="/node-*/"'
+
+
+def _earlier_parts(spec: ScriptSpec) -> list[str]:
+    lines = [
+        *_comment(
+            "A later part of the chain starts from the results the earlier parts kept, as the "
+            "program left them: the copy back at the end replaces each file of the same name, "
+            "so a file that every part adds to (a log, a table of metrics) keeps all their "
+            "lines only this way. It costs a copy of the results onto the node per part."
+        ),
+        'if [ "${SLURM_ARRAY_TASK_ID:-1}" -gt 1 ]; then',
+        f'    {_SEED} "$RESULTS_DEST"/ "$RESULTS_DIR"/',
+    ]
+    if spec.nodes > 1:
+        lines += [
+            "    # Each other node from its own folder, node-<its rank>.",
+            f'    {ON_EVERY_NODE}bash -c \'[ "$SLURM_NODEID" = 0 ] || '
+            '[ ! -d "$RESULTS_DEST/node-$SLURM_NODEID" ] || '
+            f'{_SEED} "$RESULTS_DEST/node-$SLURM_NODEID"/ "$RESULTS_DIR"/\'',
+        ]
+    return [*lines, "fi"]
 
 
 def _node_keepers(spec: ScriptSpec) -> list[str]:
