@@ -72,8 +72,10 @@ def test_a_lightning_trainer_on_one_device_uses_one_gpu():
 
 
 def test_one_gpu_is_never_given_the_cpus_of_four():
+    # 16 loader workers on the one CPU a task gets: the CPUs asked for stop at one GPU's share.
+    loads = ONE_GPU_PROGRAM["train.py"] + "loader = torch.utils.data.DataLoader(d, num_workers=16)\n"
     text = TOP + "#SBATCH --gres=gpu:a100:4\npython train.py\n"
-    lines = sbatch_lines(fixed(text, "narval", ONE_GPU_PROGRAM))
+    lines = sbatch_lines(fixed(text, "narval", {"train.py": loads}))
     assert "#SBATCH --gres=gpu:a100:1" in lines
     assert "#SBATCH --cpus-per-task=12" in lines
     assert not any("48" in line for line in lines)
