@@ -1,6 +1,8 @@
 """CPUs and memory in proportion to GPUs, where the site publishes its share per GPU: a job that
 takes more leaves a node's other GPUs without CPUs or memory, one that takes too few CPUs
-starves its own GPUs, and one that takes the whole node for a few GPUs idles the rest.
+starves its own GPUs where its program starts more loader workers than it has CPUs (read from
+the program, or the command's workers option; else asked), and one that takes the whole node
+for a few GPUs idles the rest.
 
 The share is the composer's (guidance.engine.gpu_share), per node type: a request that can land
 on several node types takes too much only where it takes too much on all of them, and a fix asks
