@@ -157,3 +157,25 @@ def test_too_few_cpus_is_said_exactly_when_the_workers_outnumber_them(gpus, data
         again = [n for n in fixed.notes if n.code == "too_few_cpus"]
         # The fix gives each worker a CPU, or the share's most, where it then asks for fewer.
         assert not again or "start fewer workers" in found[0].fix, again
+
+
+def test_a_count_the_files_do_not_fix_is_asked_about_at_its_loader():
+    program = {
+        "train.py": "import torch, yaml\ncfg = load_config()\n"
+        "loader = torch.utils.data.DataLoader(ds, num_workers=cfg.workers)\n"
+    }
+    asked = note(notes(ONE_CPU + RUN, program), "too_few_cpus")
+    assert (asked.severity, asked.basis, asked.edits) == (Severity.ADVICE, Basis.QUESTION, ())
+    assert "train.py, line 3, starts DataLoader workers (num_workers=cfg.workers)" in (
+        asked.message
+    )
+    told = note(notes(ONE_CPU + RUN.replace("\n", " --workers 6\n"), program), "too_few_cpus")
+    assert "starts 6 DataLoader workers" in told.message
+
+
+def test_a_programs_own_gpu_option_starts_no_processes():
+    text = TOP + "#SBATCH --gres=gpu:4 --cpus-per-task=4 --mem=498000M\n"
+    run = "python train.py --num_gpus 4 --data $SLURM_TMPDIR/d\n"
+    program = workers(", num_workers=4")
+    program["train.py"] += "model = torch.nn.DataParallel(model)\n"
+    assert "too_few_cpus" not in codes(notes(text + run, program))

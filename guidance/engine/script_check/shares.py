@@ -11,7 +11,12 @@ for the least of their shares, which fits on every one."""
 import re
 from dataclasses import dataclass
 
-from guidance.engine.code_check.loader_workers import command_workers, count_of, loader_workers
+from guidance.engine.code_check.loader_workers import (
+    Workers,
+    command_workers,
+    count_of,
+    loader_workers,
+)
 from guidance.engine.code_check.program import NotPython, Program, parse_program
 from guidance.engine.gpu_share import SHARE_TOLERANCE, gpu_share
 from guidance.engine.script_check.commands import Reading, Run
@@ -201,8 +206,9 @@ def _check_cpus(
 
 # The launcher's count of processes per task, among the words before the program's file.
 PROCESSES = re.compile(r"^--(?:nproc[_-]per[_-]node|num[_-]processes|num[_-]gpus)(?:=(.*))?$")
-# Launchers that start one process per GPU unless told otherwise.
+# Launchers that start one process per GPU unless told otherwise, and those that start one.
 PER_GPU_LAUNCHERS = frozenset({"accelerate", "deepspeed"})
+LAUNCHERS = PER_GPU_LAUNCHERS | {"torchrun", "torch.distributed.run", "torch.distributed.launch"}
 PYTHON = re.compile(r"(^|/)python[\d.]*$|\.py$")
 JOB_WORKERS = "(num_workers=int(os.environ['SLURM_CPUS_PER_TASK']))"
 
@@ -242,7 +248,7 @@ class _Few:
                     return None
                 what = f"\u201c{run.text[:100]}\u201d asks for"
                 return self._too_few(what, count, f"{option} {value}", processes, Basis.SCRIPT)
-        return self._question()
+        return self._question(loaders.unknown if given else None)
 
     def _has(self) -> str:
         request, gpus = self.request, self.request.gpus_per_node
@@ -286,22 +292,37 @@ class _Few:
             basis=basis,
         )
 
-    def _question(self) -> Finding:
+    def _question(self, unknown: Workers | None) -> Finding:
         cpus = self.request.cpus_per_node
         them = "that CPU" if cpus == 1 else f"those {cpus} CPUs"
+        fix = _cpus_fix(self.share, self.request)
+        if unknown is None:
+            asked = (
+                "Does the program start DataLoader workers? If it does, they share "
+                f"{them} with the training, too few to load and decode the data, and the GPUs "
+                "wait for it; a program that keeps its data in memory, or loads it without "
+                "workers, needs no more."
+            )
+            advice = (
+                "Give the program beside the script to settle it. If it loads its data with "
+                f"workers, ask for {fix} and start as many {JOB_WORKERS}."
+            )
+        else:
+            asked = (
+                f"{unknown.file}, line {unknown.line}, starts DataLoader workers "
+                f"({unknown.how}), as many as a value the files do not fix: more than "
+                f"{cpus} share {them} with the training, too few to load and decode the data, "
+                "and the GPUs wait for it."
+            )
+            advice = f"Ask for {fix} and start as many workers as the job has {JOB_WORKERS}."
         return Finding(
             "too_few_cpus",
-            f"{self._has()}. Does the program start DataLoader workers? If it does, they share "
-            f"{them} with the training, too few to load and decode the data, and the GPUs wait "
-            "for it; a program that keeps its data in memory, or loads it without workers, "
-            f"needs no more. {self._share()}",
+            f"{self._has()}. {asked} {self._share()}",
             self.source,
             "cpus_per_task",
             severity=Severity.ADVICE,
             lines=self.lines,
-            fix="Give the program beside the script to settle it. If it loads its data with "
-            f"workers, ask for {_cpus_fix(self.share, self.request)} and start as many "
-            f"{JOB_WORKERS}.",
+            fix=advice,
             basis=Basis.QUESTION,
         )
 
@@ -318,6 +339,9 @@ def _processes(words: tuple[str, ...], gpus: int) -> int:
     """The processes a launcher starts per task: its own count, one per GPU where it is a
     variable or the launcher's default, else one."""
     first = next((i for i, w in enumerate(words) if w.endswith(".py")), len(words))
+    launchers = {w.rsplit("/", 1)[-1] for w in words[:first]}
+    if not launchers & LAUNCHERS:
+        return 1  # the program's own options (python train.py --num_gpus 4) start nothing
     for index, word in enumerate(words[:first]):
         found = PROCESSES.match(word)
         if found:
@@ -325,7 +349,6 @@ def _processes(words: tuple[str, ...], gpus: int) -> int:
             if value is None:
                 value = words[index + 1] if index + 1 < len(words) else ""
             return int(value) if value.isdigit() and int(value) > 0 else gpus
-    launchers = {w.rsplit("/", 1)[-1] for w in words[:first]}
     return gpus if launchers & PER_GPU_LAUNCHERS else 1
 
 
