@@ -82,6 +82,7 @@ CLI = "from lightning.pytorch.cli import LightningCLI\nLightningCLI(Model, Data{
         ("", "python cli.py fit --trainer.devices=1", True),
         ("", "python cli.py fit --trainer.devices 1", True),
         (", trainer_defaults={'devices': 1}", "python cli.py fit --trainer.devices 4", False),
+        (", trainer_defaults=dict(devices=1)", "python cli.py fit", True),
     ],
 )
 def test_a_lightning_cli_uses_the_devices_its_defaults_or_command_give(defaults, command, idle):

@@ -324,3 +324,11 @@ def test_a_data_path_the_program_builds_is_followed(files, path):
 )
 def test_outputs_and_unsure_values_are_not_data_paths(files):
     assert "training_from_network" not in codes(_program_notes(files))
+
+
+def test_an_environment_fallback_the_job_replaces_is_not_where_it_reads():
+    program = {"train.py": "import os\nroot = os.environ.get('CLIPS', '/project/def-x/clips')\n"}
+    assert "training_from_network" in codes(_program_notes(program))
+    for setting in ("export CLIPS=$SLURM_TMPDIR/clips\n", "CLIPS=$SLURM_TMPDIR/clips "):
+        text = NO_DATA_PATH.replace("python train.py", setting + "python train.py")
+        assert "training_from_network" not in codes(_program_notes(program, text)), setting

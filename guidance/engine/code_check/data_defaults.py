@@ -32,6 +32,9 @@ class DataDefault:
     line: int
     options: tuple[str, ...]
     path: str
+    # The environment variable the path is the fallback of (os.environ.get("DATA_DIR", ...)):
+    # a job that sets it gives the program another path.
+    variable: str = ""
 
 
 def data_defaults(programs: tuple[Program, ...]) -> list[DataDefault]:
@@ -49,10 +52,11 @@ def _options(program: Program, programs: tuple[Program, ...] = ()) -> list[DataD
             a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
         )
         default = next((k.value for k in call.keywords if k.arg == "default"), None)
-        path = _Paths(program, programs).of(default)
+        paths = _Paths(program, programs)
+        path = paths.of(default)
         names = " ".join(flags)
         if path and DATA_NAME.search(names) and not NOT_DATA.search(names):
-            found.append(DataDefault(program.name, call.lineno, flags, path))
+            found.append(DataDefault(program.name, call.lineno, flags, path, paths.variable))
     return found
 
 
@@ -65,10 +69,10 @@ def _named(program: Program, programs: tuple[Program, ...] = ()) -> list[DataDef
         if not any(DATA_NAME.search(n) and not NOT_DATA.search(n) for n in names):
             continue
         if path := paths.of(_field_default(node.value)):
-            found.append(DataDefault(program.name, node.lineno, (), path))
+            found.append(DataDefault(program.name, node.lineno, (), path, paths.variable))
     for keyword in program.by_type[ast.keyword]:
         if keyword.arg in DATA_KEYWORDS and (path := paths.of(keyword.value)):
-            found.append(DataDefault(program.name, keyword.value.lineno, (), path))
+            found.append(DataDefault(program.name, keyword.value.lineno, (), path, paths.variable))
     return found
 
 
@@ -95,8 +99,10 @@ class _Paths:
 
     def __init__(self, program: Program, programs: tuple[Program, ...]):
         self.program, self.programs = program, programs
+        self.variable = ""  # of the last path read: the variable it is the fallback of
 
     def of(self, node: ast.AST | None) -> str | None:
+        self.variable = ""
         path = self._built(self.program, node, self.DEPTH)
         return path if path and PATH.match(path) else None
 
@@ -131,6 +137,9 @@ class _Paths:
                 return None
             return functools.reduce(_joined, parts)  # type: ignore[arg-type]
         if qualname in ("os.environ.get", "os.getenv") and len(args) == 2:
+            name = args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                self.variable = name.value
             return self._built(program, args[1], depth - 1)  # the fallback
         if last in ("str", "expanduser", "resolve", "absolute") and len(args) <= 1:
             inner = args[0] if args else getattr(call.func, "value", None)

@@ -109,6 +109,8 @@ def _cli_several(call: ast.Call, words: tuple[str, ...]) -> bool:
         for key, value in zip(defaults.keys, defaults.values, strict=True):
             if isinstance(key, ast.Constant) and key.value in ("devices", "gpus"):
                 return _several(value)
+    elif isinstance(defaults, ast.Call) and getattr(defaults.func, "id", "") == "dict":
+        return _lightning_several(defaults)  # dict(devices=1): the Trainer's keywords
     return True  # "auto", or a config file: every visible GPU as far as the files say
 
 
