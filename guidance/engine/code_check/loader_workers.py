@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 from guidance.engine.code_check.frameworks import HF_ARGUMENTS
 from guidance.engine.code_check.program import Program
+from guidance.engine.code_check.rules.loading import DATALOADERS, POSITIONS
 from guidance.engine.code_check.stated import JOB_CPUS, How, Statements
 from guidance.engine.code_check.values import Value, Values
 
-DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
-WORKERS_POSITION = 5  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers
 HF_PARSER = "transformers.HfArgumentParser"
 HF_WORKERS = "dataloader_num_workers"
 LIGHTNING_CLI = re.compile(r"^(lightning|pytorch_lightning)\..*LightningCLI$")
@@ -99,7 +98,7 @@ class _Reader:
     def dataloaders(self) -> list[Workers]:
         found = []
         for call in self.program.calls_named(*DATALOADERS):
-            value = self.values.argument(call, "num_workers", WORKERS_POSITION)
+            value = self.values.argument(call, "num_workers", POSITIONS["num_workers"])
             found.append(self._workers(call, value, "num_workers"))
         return found
 
@@ -143,7 +142,7 @@ class _Reader:
             option, text = given
             return Workers(file, line, count_of(text), f"{name} from {option} {text}")
         count = stated.value if isinstance(stated.value, int) else 0
-        return Workers(file, line, max(count, 0), f"{name} from {stated.where}, {stated.value}")
+        return Workers(file, line, max(count, 0), f"{name} from {stated.where}")
 
     def _from_command(self, call: ast.Call, expr: ast.AST, name: str) -> Workers:
         """`args.workers`, `self.num_workers`: the command's option of that name where it gives
