@@ -49,10 +49,11 @@ class Spread:
 def spread_over_gpus(programs: tuple[Program, ...], words: tuple[str, ...] = ()) -> Spread | None:
     """The first place in the program that uses several GPUs from one process, or None when the
     files show none. `words`: the command that starts it, whose options a LightningCLI reads."""
-    return next((s for p in programs if (s := _in_program(p, words))), None)
+    found = next(filter(None, map(_in_program, programs)), None)
+    return found or _in_clis(programs, words)
 
 
-def _in_program(program: Program, words: tuple[str, ...]) -> Spread | None:
+def _in_program(program: Program) -> Spread | None:
     for qualname, how in SPREADING_CALLS.items():
         calls = program.calls_named(qualname)
         if calls:
@@ -60,9 +61,6 @@ def _in_program(program: Program, words: tuple[str, ...]) -> Spread | None:
     for call in program.calls_named(*LIGHTNING_TRAINERS):
         if _lightning_several(call):
             return Spread(program.name, call.lineno, "a Lightning Trainer over several devices")
-    for call in _lightning_clis(program):
-        if _cli_several(call, words):
-            return Spread(program.name, call.lineno, "LightningCLI, whose Trainer uses every GPU")
     for keyword in program.by_type[ast.keyword]:
         if keyword.arg == "device_map" and _sharding(keyword.value):
             return Spread(
@@ -75,10 +73,12 @@ def _in_program(program: Program, words: tuple[str, ...]) -> Spread | None:
 
 def _lightning_several(call: ast.Call) -> bool:
     """Lightning's devices: "auto" and -1 mean every GPU; one GPU only when told 1 or [i]."""
-    return _several(next((k.value for k in call.keywords if k.arg in ("devices", "gpus")), None))
+    return _devices_several(
+        next((k.value for k in call.keywords if k.arg in ("devices", "gpus")), None)
+    )
 
 
-def _several(devices: ast.AST | None) -> bool:
+def _devices_several(devices: ast.AST | None) -> bool:
     if devices is None:
         return True  # "auto": every visible GPU
     if isinstance(devices, ast.Constant):
@@ -88,13 +88,17 @@ def _several(devices: ast.AST | None) -> bool:
     return True  # from the command line or a config: as many as the job gives
 
 
-def _lightning_clis(program: Program) -> list[ast.Call]:
-    return [
-        call
-        for qualname, calls in program.calls_by_name.items()
-        if qualname.startswith(LIGHTNING) and qualname.endswith(".LightningCLI")
-        for call in calls
-    ]
+def _in_clis(programs: tuple[Program, ...], words: tuple[str, ...]) -> Spread | None:
+    """A LightningCLI whose Trainer gets several devices: a Lightning Trainer by another name."""
+    for program in programs:
+        for qualname, calls in program.calls_by_name.items():
+            if not (qualname.startswith(LIGHTNING) and qualname.endswith(".LightningCLI")):
+                continue
+            for call in calls:
+                if _cli_several(call, words):
+                    how = "LightningCLI, whose Trainer uses every GPU"
+                    return Spread(program.name, call.lineno, how)
+    return None
 
 
 def _cli_several(call: ast.Call, words: tuple[str, ...]) -> bool:
@@ -108,7 +112,7 @@ def _cli_several(call: ast.Call, words: tuple[str, ...]) -> bool:
     if isinstance(defaults, ast.Dict):
         for key, value in zip(defaults.keys, defaults.values, strict=True):
             if isinstance(key, ast.Constant) and key.value in ("devices", "gpus"):
-                return _several(value)
+                return _devices_several(value)
     elif isinstance(defaults, ast.Call) and getattr(defaults.func, "id", "") == "dict":
         return _lightning_several(defaults)  # dict(devices=1): the Trainer's keywords
     return True  # "auto", or a config file: every visible GPU as far as the files say
