@@ -22,6 +22,8 @@ class Case:
     # The program the script starts, its files by name, where the case gives it (the
     # expectation's `program`: a folder under script_corpus/programs); None: not given.
     program: dict[str, str] | None = None
+    # Expected codes that the program given shows (their findings' basis is "program").
+    from_program: tuple[str, ...] = ()
 
     @property
     def sound(self) -> bool:
@@ -40,6 +42,7 @@ def load_corpus() -> list[Case]:
             tuple(entry["allow"]),
             entry["why"],
             _program(entry.get("program")),
+            tuple(entry.get("from_program", ())),
         )
         for name, entry in sorted(table.items())
     ]

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from guidance.engine import sources
-from guidance.engine.script_check import Severity, check_script
+from guidance.engine.script_check import Basis, Severity, check_script
 from guidance.facts import cluster_facts
 from guidance.models import Cluster, SiteRule
 from tests.engine_helpers import cluster, codes, note
@@ -150,11 +150,14 @@ def test_a_virtualenv_is_not_taken_for_conda(setup):
 # --- CPUs for the GPUs ---------------------------------------------------------------------
 
 
-def test_one_cpu_for_four_gpus_is_flagged():
+def test_one_cpu_for_four_gpus_is_asked_about_without_the_program():
+    # Whether one CPU starves the GPUs hangs on the program's loader workers (test_script_check_
+    # cpus.py reads them from the program); without it, a question that names the share.
     text = script("--gres=gpu:4", "--cpus-per-task=1", body="torchrun --nproc_per_node=4 t.py\n")
     found = note(checked(text, "narval"), "too_few_cpus")
     assert "1 CPU for 4 GPUs" in found.message
     assert "--cpus-per-task=48" in found.fix
+    assert found.basis == Basis.QUESTION
 
 
 # --- Slurm itself ---------------------------------------------------------------------------

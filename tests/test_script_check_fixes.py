@@ -71,9 +71,36 @@ def test_a_lightning_trainer_on_one_device_uses_one_gpu():
     assert (found.severity, found.basis) == (Severity.WASTES, Basis.PROGRAM)
 
 
+CLI = "from lightning.pytorch.cli import LightningCLI\nLightningCLI(Model, Data{})\n"
+
+
+@pytest.mark.parametrize(
+    ("defaults", "command", "idle"),
+    [
+        ("", "python cli.py fit", False),  # devices "auto": every GPU the job holds
+        (", trainer_defaults={'devices': 1}", "python cli.py fit", True),
+        ("", "python cli.py fit --trainer.devices=1", True),
+        ("", "python cli.py fit --trainer.devices 1", True),
+        (", trainer_defaults={'devices': 1}", "python cli.py fit --trainer.devices 4", False),
+        (", trainer_defaults=dict(devices=1)", "python cli.py fit", True),
+    ],
+)
+def test_a_lightning_cli_uses_the_devices_its_defaults_or_command_give(defaults, command, idle):
+    text = TOP + "#SBATCH --gres=gpu:4 --cpus-per-task=48 --mem=498000M\n" + command + "\n"
+    program = {"cli.py": CLI.format(defaults)}
+    found = [n for n in check_script(text, cluster("narval"), program=program).notes]
+    idle_notes = [n for n in found if n.code == "multi_gpu_without_launcher"]
+    assert bool(idle_notes) == idle, found
+    assert all(n.basis == Basis.PROGRAM for n in idle_notes)
+
+
 def test_one_gpu_is_never_given_the_cpus_of_four():
+    # 16 loader workers on the one CPU a task gets: the CPUs asked for stop at one GPU's share.
+    loads = (
+        ONE_GPU_PROGRAM["train.py"] + "loader = torch.utils.data.DataLoader(d, num_workers=16)\n"
+    )
     text = TOP + "#SBATCH --gres=gpu:a100:4\npython train.py\n"
-    lines = sbatch_lines(fixed(text, "narval", ONE_GPU_PROGRAM))
+    lines = sbatch_lines(fixed(text, "narval", {"train.py": loads}))
     assert "#SBATCH --gres=gpu:a100:1" in lines
     assert "#SBATCH --cpus-per-task=12" in lines
     assert not any("48" in line for line in lines)

@@ -94,9 +94,10 @@ def test_a_script_with_several_problems_gets_each_once():
     # Worst first, then in the order of the lines they are about.
     assert [(n.code, n.severity.value, n.lines) for n in checked(text, "cedar")] == [
         ("no_account", "fails", ()),
-        ("too_few_cpus", "wastes", (2,)),
         ("training_from_network", "wastes", (4,)),
-        # A question: the program, which may use all four GPUs itself, is not given.
+        # Questions: the program, which may start DataLoader workers and may use all four GPUs
+        # itself, is not given.
+        ("too_few_cpus", "advice", (2,)),
         ("multi_gpu_without_launcher", "advice", (2, 4)),
         ("long_without_checkpoints", "advice", (3,)),
     ]

@@ -264,3 +264,79 @@ def test_a_folder_the_program_names_itself_counts_too():
     program = {"train.py": "from torchvision import datasets\nDATA_ROOT = '/scratch/me/cifar'\n"}
     found = note(_program_notes(program), "training_from_network")
     assert "a folder it names itself" in found.message
+
+
+@pytest.mark.parametrize(
+    ("files", "path"),
+    [
+        (
+            {
+                "train.py": "from dataclasses import dataclass\n@dataclass\nclass Config:\n"
+                "    data_dir: str = '/project/def-someuser/coco'\n"
+            },
+            "/project/def-someuser/coco",
+        ),
+        (
+            {"train.py": "from pathlib import Path\nDATA = Path('/project/def-someuser') / 'x'\n"},
+            "/project/def-someuser/x",
+        ),
+        (
+            {
+                "train.py": "import os\nparser.add_argument('--data-dir', "
+                "default=os.path.join('/project/def-someuser', 'imagenet'))\n"
+            },
+            "/project/def-someuser/imagenet",
+        ),
+        (
+            {"train.py": "user = 'me'\ndataset_root = f'/scratch/{user}/cifar'\n"},
+            "/scratch/{...}/cifar",
+        ),
+        (
+            {"train.py": "import os\nDATA_DIR = os.environ.get('DATA_DIR', '/project/def-x/d')\n"},
+            "/project/def-x/d",
+        ),
+        (
+            {
+                "config.py": "import os\nBASE = '/project/def-someuser'\n"
+                "DATA_ROOT = os.path.join(BASE, 'shared', 'inat')\n",
+                "train.py": "import argparse\nfrom config import DATA_ROOT\n"
+                "p = argparse.ArgumentParser()\np.add_argument('--root', default=DATA_ROOT)\n",
+            },
+            "/project/def-someuser/shared/inat",
+        ),
+        (
+            {
+                "settings/paths.py": "CLIPS = '/project/def-someuser/audio'\n",
+                "train.py": "from settings import paths\nds = Clips(root=paths.CLIPS)\n",
+            },
+            "/project/def-someuser/audio",
+        ),
+    ],
+)
+def test_a_data_path_the_program_builds_is_followed(files, path):
+    found = note(_program_notes(files), "training_from_network")
+    assert path in found.message
+    assert found.basis == Basis.PROGRAM
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        # Where the program writes, not what it reads.
+        {"train.py": "from pathlib import Path\noutput_dir = Path('/project/def-x') / 'runs'\n"},
+        {"train.py": "import os\nCHECKPOINT_DIR = os.path.join('/project/def-x', 'ckpt')\n"},
+        # A name assigned twice, and a fallback that is not a path.
+        {"train.py": "BASE = '/project/def-x/a'\nBASE = '/tmp/b'\nds = D(root=BASE)\n"},
+        {"train.py": "import os\ndata_dir = os.environ.get('DATA_DIR', 'data')\n"},
+    ],
+)
+def test_outputs_and_unsure_values_are_not_data_paths(files):
+    assert "training_from_network" not in codes(_program_notes(files))
+
+
+def test_an_environment_fallback_the_job_replaces_is_not_where_it_reads():
+    program = {"train.py": "import os\nroot = os.environ.get('CLIPS', '/project/def-x/clips')\n"}
+    assert "training_from_network" in codes(_program_notes(program))
+    for setting in ("export CLIPS=$SLURM_TMPDIR/clips\n", "CLIPS=$SLURM_TMPDIR/clips "):
+        text = NO_DATA_PATH.replace("python train.py", setting + "python train.py")
+        assert "training_from_network" not in codes(_program_notes(program, text)), setting

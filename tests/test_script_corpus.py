@@ -6,6 +6,7 @@ prints the same as rates."""
 
 import pytest
 
+from guidance.engine.script_check import Basis
 from tests.script_corpus_helpers import CORPUS, check, load_corpus
 
 # The checker's finding codes: the only words expectations.toml may use.
@@ -76,6 +77,14 @@ def test_it_raises_no_false_alarm(case):
     assert not wrong, f"false alarms on {case.cluster}:\n{alarms}\nThe expert says: {case.why}"
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if c.from_program], ids=lambda c: c.name)
+def test_what_the_program_shows_is_read_from_it(case):
+    notes = [n for n in check(case).notes if n.code in case.from_program]
+    assert notes and all(n.basis == Basis.PROGRAM for n in notes), [
+        (n.code, n.basis) for n in notes
+    ]
+
+
 def test_the_corpus_covers_every_cluster_with_sound_and_faulty_scripts():
     assert len(CASES) >= MINIMUM_TOTAL
     assert sum(case.sound for case in CASES) >= MINIMUM_SOUND
@@ -91,6 +100,8 @@ def test_every_expectation_is_in_the_catalogue_and_said_once():
         assert len(set(named)) == len(named), (case.name, "a code named twice")
         assert case.why.strip(), case.name
         assert not (case.sound and case.allow), (case.name, "a sound script allows nothing")
+        assert set(case.from_program) <= set(case.expect), (case.name, "from_program: expected")
+        assert case.program or not case.from_program, (case.name, "from_program: no program")
 
 
 def test_every_script_has_its_expectations():

@@ -4,8 +4,9 @@ The script checker asks this of the program behind a plain `python train.py` on 
 a Hugging Face Trainer spreads over every visible GPU, `device_map="auto"` shards a large model
 over them, `nn.DataParallel` copies the model to each, a process that spawns one worker per GPU
 (`torch.multiprocessing.spawn`) or a tuner that runs one trial per GPU (Ray Tune, Syne Tune) uses
-them all; Lightning does with `devices` other than 1. A program that shows none of these uses
-the one GPU that PyTorch and TensorFlow pick by default.
+them all; Lightning does with `devices` other than 1, and so does a LightningCLI, whose Trainer
+takes `devices` from its `trainer_defaults` or the command line (`--trainer.devices=1`). A
+program that shows none of these uses the one GPU that PyTorch and TensorFlow pick by default.
 """
 
 import ast
@@ -30,6 +31,7 @@ SPREADING_CALLS = {
     "jax.pmap": "jax.pmap, over every device",
 }
 # Lightning's Trainer uses every GPU it is given unless told `devices=1` (or a single index).
+LIGHTNING = ("lightning.", "pytorch_lightning.")
 LIGHTNING_TRAINERS = ("lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer")
 # device_map values that place a model over all GPUs.
 SHARDING_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -44,10 +46,11 @@ class Spread:
     how: str
 
 
-def spread_over_gpus(programs: tuple[Program, ...]) -> Spread | None:
+def spread_over_gpus(programs: tuple[Program, ...], words: tuple[str, ...] = ()) -> Spread | None:
     """The first place in the program that uses several GPUs from one process, or None when the
-    files show none."""
-    return next(filter(None, map(_in_program, programs)), None)
+    files show none. `words`: the command that starts it, whose options a LightningCLI reads."""
+    found = next(filter(None, map(_in_program, programs)), None)
+    return found or _in_clis(programs, words)
 
 
 def _in_program(program: Program) -> Spread | None:
@@ -70,7 +73,12 @@ def _in_program(program: Program) -> Spread | None:
 
 def _lightning_several(call: ast.Call) -> bool:
     """Lightning's devices: "auto" and -1 mean every GPU; one GPU only when told 1 or [i]."""
-    devices = next((k.value for k in call.keywords if k.arg in ("devices", "gpus")), None)
+    return _devices_several(
+        next((k.value for k in call.keywords if k.arg in ("devices", "gpus")), None)
+    )
+
+
+def _devices_several(devices: ast.AST | None) -> bool:
     if devices is None:
         return True  # "auto": every visible GPU
     if isinstance(devices, ast.Constant):
@@ -78,6 +86,36 @@ def _lightning_several(call: ast.Call) -> bool:
     if isinstance(devices, ast.List | ast.Tuple):
         return len(devices.elts) != 1
     return True  # from the command line or a config: as many as the job gives
+
+
+def _in_clis(programs: tuple[Program, ...], words: tuple[str, ...]) -> Spread | None:
+    """A LightningCLI whose Trainer gets several devices: a Lightning Trainer by another name."""
+    for program in programs:
+        for qualname, calls in program.calls_by_name.items():
+            if not (qualname.startswith(LIGHTNING) and qualname.endswith(".LightningCLI")):
+                continue
+            for call in calls:
+                if _cli_several(call, words):
+                    how = "LightningCLI, whose Trainer uses every GPU"
+                    return Spread(program.name, call.lineno, how)
+    return None
+
+
+def _cli_several(call: ast.Call, words: tuple[str, ...]) -> bool:
+    """The command's --trainer.devices, else trainer_defaults' devices, else "auto"."""
+    for index, word in enumerate(words):
+        option, equals, value = word.partition("=")
+        if option in ("--trainer.devices", "--trainer.gpus"):
+            value = value if equals else (words[index + 1] if index + 1 < len(words) else "")
+            return value.strip("'\"[]") not in ("1", "0")
+    defaults = next((k.value for k in call.keywords if k.arg == "trainer_defaults"), None)
+    if isinstance(defaults, ast.Dict):
+        for key, value in zip(defaults.keys, defaults.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value in ("devices", "gpus"):
+                return _devices_several(value)
+    elif isinstance(defaults, ast.Call) and getattr(defaults.func, "id", "") == "dict":
+        return _lightning_several(defaults)  # dict(devices=1): the Trainer's keywords
+    return True  # "auto", or a config file: every visible GPU as far as the files say
 
 
 def _sharding(value: ast.AST) -> bool:

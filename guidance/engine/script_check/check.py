@@ -98,9 +98,8 @@ def check_script(
         check_resume(script, cluster, notes, beside)
         check_account(script, cluster, account, notes)
         check_node_limits(script, request, cluster, notes)
-        check_shares(
-            script, replace(request, gpus_per_node=1) if one_gpu else request, cluster, notes
-        )
+        asked = replace(request, gpus_per_node=1) if one_gpu else request
+        check_shares(script, asked, cluster, notes, reading, beside)
     check_gpu_requested(script, request, reading, cluster, notes)
     notes += gpu_use
     check_training_data(cluster, reading, notes)

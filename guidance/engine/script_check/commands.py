@@ -53,6 +53,8 @@ class Run:
     words: tuple[str, ...]
     training: bool
     background: bool = False
+    # The variables the program finds in its environment: exported, or set for this command.
+    environment: frozenset[str] = frozenset()
 
     @property
     def text(self) -> str:
@@ -128,7 +130,8 @@ def read_commands(script: Script, places: list[Place], known: Iterable[str] = ()
             inner, inside = _seen_from_outside(words[container:], (*step.exported, *step.env))
             words = words[:container] + inner
         training = _is_training(words)
-        reading.runs.append(Run(number, tuple(words), training, command.background))
+        environment = frozenset(n for n, _ in (*step.exported, *step.env, *inside))
+        reading.runs.append(Run(number, tuple(words), training, command.background, environment))
         if not training:
             continue
         text = " ".join(command.words)

@@ -28,13 +28,15 @@ from guidance.engine.script_check.request import Request
 from guidance.engine.types import Cluster
 
 # What spreads the work over several GPUs, in the script or in a program it embeds: launchers,
-# frameworks that use every visible GPU, and options handing the program its GPUs.
+# frameworks that use every visible GPU, and options handing the program its GPUs (a
+# LightningCLI told --trainer.devices=1 uses one: its program then says what it does).
 USES_SEVERAL = re.compile(
     r"\btorchrun\b|\btorch\.distributed\.(run|launch)\b|\baccelerate\s+launch\b|\bdeepspeed\b"
     r"|\bhorovodrun\b|\bmpi(run|exec)\b|\blightning\s+run\b|\bparallel\b|\bxargs\b[^\n]{0,300}\s-P"
-    r"|DataParallel|DistributedDataParallel|\bpytorch_lightning\b|\blightning\.|\btrainer\."
+    r"|DataParallel|DistributedDataParallel|\bpytorch_lightning\b|\blightning\."
+    r"|\btrainer\.(?!(devices|gpus)[= ]1\b)"
     r"|--per[_-]device[_-]\w+|\bMirroredStrategy\b|\bjax\.pmap\b|\bpmap\("
-    r"|--(devices|n_?gpus|num_gpus|gpus|world[_-]size|multi[_-]gpu)\b|\bdevices="
+    r"|--(devices|n_?gpus|num_gpus|gpus|world[_-]size|multi[_-]gpu)\b|\bdevices=(?!1\b)"
     r"|CUDA_VISIBLE_DEVICES=\S*,",
     re.IGNORECASE,
 )
@@ -115,7 +117,7 @@ def _single(
     """A program started as one process: idle GPUs where its files show no use of several, a
     question where the checker has not read it, nothing where it spreads itself."""
     if program:
-        if spread_over_gpus(program) is not None:
+        if spread_over_gpus(program, run.words) is not None:
             return False
         notes.append(_one_gpu(script, request, run, how, Basis.PROGRAM))
         return request.nodes == 1

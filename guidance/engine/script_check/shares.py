@@ -1,15 +1,27 @@
 """CPUs and memory in proportion to GPUs, where the site publishes its share per GPU: a job that
 takes more leaves a node's other GPUs without CPUs or memory, one that takes too few CPUs
-starves its own GPUs, and one that takes the whole node for a few GPUs idles the rest.
+starves its own GPUs where its program starts more loader workers than it has CPUs (read from
+the program, or the command's workers option; else asked), and one that takes the whole node
+for a few GPUs idles the rest.
 
 The share is the composer's (guidance.engine.gpu_share), per node type: a request that can land
 on several node types takes too much only where it takes too much on all of them, and a fix asks
 for the least of their shares, which fits on every one."""
 
+import re
 from dataclasses import dataclass
 
+from guidance.engine.code_check.loader_workers import (
+    Workers,
+    command_workers,
+    count_of,
+    loader_workers,
+)
+from guidance.engine.code_check.program import NotPython, Program, parse_program
 from guidance.engine.gpu_share import SHARE_TOLERANCE, gpu_share
+from guidance.engine.script_check.commands import Reading, Run
 from guidance.engine.script_check.findings import (
+    Basis,
     Finding,
     Severity,
     drop_directives,
@@ -54,9 +66,17 @@ def shares(cluster: Cluster, landings) -> Shares:
     return Shares(max(cpus), min(cpus), max(memory), min(memory), where)
 
 
-def check_shares(script: Script, request: Request, cluster: Cluster, notes: list) -> None:
+def check_shares(
+    script: Script,
+    request: Request,
+    cluster: Cluster,
+    notes: list,
+    reading: Reading,
+    program: tuple[Program, ...] = (),
+) -> None:
     """`request`: what the job asks for, with as many GPUs as it should (one where another
-    finding says the program uses one)."""
+    finding says the program uses one). `reading`: what the commands do, and `program` the
+    files given beside the script that parse: whether few CPUs matter hangs on the loaders."""
     gpus = request.gpus_per_node
     if not gpus:
         return
@@ -69,7 +89,7 @@ def check_shares(script: Script, request: Request, cluster: Cluster, notes: list
     if request.whole_node:
         return
     _check_memory(script, request, cluster, share, notes)
-    _check_cpus(script, request, cluster, share, notes)
+    _check_cpus(script, request, cluster, share, notes, reading, program)
 
 
 def _memory_fix(share: Shares, gpus: int) -> str:
@@ -144,7 +164,13 @@ def _check_memory(
 
 
 def _check_cpus(
-    script: Script, request: Request, cluster: Cluster, share: Shares, notes: list
+    script: Script,
+    request: Request,
+    cluster: Cluster,
+    share: Shares,
+    notes: list,
+    reading: Reading,
+    program: tuple[Program, ...],
 ) -> None:
     rule = cluster.rule(Rule.CPUS_PER_GPU)
     if rule is None:
@@ -155,24 +181,10 @@ def _check_cpus(
     lines = lines or (request.gpu_requests[-1].line,)
     fix = _cpus_fix(share, request)
     if per_gpu < MIN_CPUS_PER_GPU:
-        given = "asks for" if request.cpus_given else "gets (no --cpus-per-task: one per task)"
-        notes.append(
-            Finding(
-                "too_few_cpus",
-                f"The job {given} {request.cpus_per_node} CPU"
-                f"{'s' if request.cpus_per_node > 1 else ''} for {gpus} GPU"
-                f"{'s' if gpus > 1 else ''}: too few to load and decode the "
-                "data, so the GPUs wait for it. A PyTorch DataLoader wants as many workers as "
-                f"--cpus-per-task; {share.where} share is {share.least_cpus} CPUs per GPU.",
-                rule.source,
-                "cpus_per_task",
-                severity=Severity.WASTES,
-                lines=lines,
-                fix=f"Ask for {fix} and start as many DataLoader workers "
-                "(num_workers=int(os.environ['SLURM_CPUS_PER_TASK'])).",
-                edits=set_directive(script, CPU_OPTIONS, fix),
-            )
-        )
+        few = _Few(script, request, share, rule.source, lines)
+        found = few.finding(reading, program)
+        if found is not None:
+            notes.append(found)
     elif per_gpu > share.most_cpus:
         notes.append(
             Finding(
@@ -190,3 +202,162 @@ def _check_cpus(
                 edits=set_directive(script, CPU_OPTIONS, fix),
             )
         )
+
+
+# The launcher's count of processes per task, among the words before the program's file.
+PROCESSES = re.compile(r"^--(?:nproc[_-]per[_-]node|num[_-]processes|num[_-]gpus)(?:=(.*))?$")
+# Launchers that start one process per GPU unless told otherwise, and those that start one.
+PER_GPU_LAUNCHERS = frozenset({"accelerate", "deepspeed"})
+LAUNCHERS = PER_GPU_LAUNCHERS | {"torchrun", "torch.distributed.run", "torch.distributed.launch"}
+PYTHON = re.compile(r"(^|/)python[\d.]*$|\.py$")
+JOB_WORKERS = "(num_workers=int(os.environ['SLURM_CPUS_PER_TASK']))"
+
+
+class _Few:
+    """Fewer than MIN_CPUS_PER_GPU CPUs per GPU matter only where the program starts more
+    data-loading workers than the CPUs: read from the program given beside the script (or
+    written on its command line), else from the script's own workers option, else asked."""
+
+    def __init__(self, script: Script, request: Request, share: Shares, source, lines):
+        self.script, self.request, self.share = script, request, share
+        self.source, self.lines = source, lines
+        self.cpus = max(1, request.cpus_per_node // request.tasks_per_node)  # per task
+
+    def finding(self, reading: Reading, program: tuple[Program, ...]) -> Finding | None:
+        run = _program_run(reading)
+        if run is None:
+            return None  # nothing runs: no loader to feed
+        words = run.words
+        processes = _processes(words, self.request.gpus_per_node)
+        given = program or _inline(words)
+        if given:
+            loaders = loader_workers(given, words)
+            most = loaders.most
+            if most is not None and (most.count or 0) * processes > self.cpus:
+                where = f"{most.file}, line {most.line},"
+                basis = Basis.PROGRAM if program else Basis.SCRIPT
+                return self._too_few(f"{where} starts", most.count or 0, most.how, processes, basis)
+            if loaders.unknown is None:
+                return None  # no workers, or as many as the CPUs: nothing to change
+        shown = command_workers(words)
+        if shown is not None:
+            option, value = shown
+            count = count_of(value)
+            if count is not None:
+                if count * processes <= self.cpus:
+                    return None
+                what = f"\u201c{run.text[:100]}\u201d asks for"
+                return self._too_few(what, count, f"{option} {value}", processes, Basis.SCRIPT)
+        return self._question(loaders.unknown if given else None)
+
+    def _has(self) -> str:
+        request, gpus = self.request, self.request.gpus_per_node
+        given = "asks for" if request.cpus_given else "gets (no --cpus-per-task: one per task)"
+        return (
+            f"The job {given} {request.cpus_per_node} CPU"
+            f"{'s' if request.cpus_per_node > 1 else ''} for {gpus} GPU{'s' if gpus > 1 else ''}"
+        )
+
+    def _share(self) -> str:
+        return (
+            "A PyTorch DataLoader wants as many workers as --cpus-per-task; "
+            f"{self.share.where} share is {self.share.least_cpus} CPUs per GPU."
+        )
+
+    def _too_few(self, what: str, count: int, how: str, processes: int, basis: Basis) -> Finding:
+        request = self.request
+        needed = count * processes
+        most = max(1, self.share.least_cpus * request.gpus_per_node // request.tasks_per_node)
+        fix = f"--cpus-per-task={min(needed, most)}"
+        each = f" in each of the {processes} processes the launcher starts" if processes > 1 else ""
+        cpus = f"{self.cpus} CPU{'s' if self.cpus > 1 else ''}"
+        share = f"the {cpus} of each task" if request.tasks_per_node > 1 else f"its {cpus}"
+        enough = (
+            f"Ask for {fix}, a CPU for each of its {needed} workers"
+            if needed <= most
+            else f"Ask for {fix}, the most the share allows, and start fewer workers: as many "
+            "as the job's CPUs"
+        )
+        return Finding(
+            "too_few_cpus",
+            f"{self._has()}, and {what} {count} DataLoader worker{'s' if count > 1 else ''} "
+            f"({how}){each}: {needed} workers share {share}, too few to load and decode the "
+            f"data, so the GPUs wait for it. {self._share()}",
+            self.source,
+            "cpus_per_task",
+            severity=Severity.WASTES,
+            lines=self.lines,
+            fix=f"{enough} {JOB_WORKERS}.",
+            edits=set_directive(self.script, CPU_OPTIONS, fix),
+            basis=basis,
+        )
+
+    def _question(self, unknown: Workers | None) -> Finding:
+        cpus = self.request.cpus_per_node
+        them = "that CPU" if cpus == 1 else f"those {cpus} CPUs"
+        fix = _cpus_fix(self.share, self.request)
+        if unknown is None:
+            asked = (
+                "Does the program start DataLoader workers? If it does, they share "
+                f"{them} with the training, too few to load and decode the data, and the GPUs "
+                "wait for it; a program that keeps its data in memory, or loads it without "
+                "workers, needs no more."
+            )
+            advice = (
+                "Give the program beside the script to settle it. If it loads its data with "
+                f"workers, ask for {fix} and start as many {JOB_WORKERS}."
+            )
+        else:
+            asked = (
+                f"{unknown.file}, line {unknown.line}, starts DataLoader workers "
+                f"({unknown.how}), as many as a value the files do not fix: more than "
+                f"{cpus} share {them} with the training, too few to load and decode the data, "
+                "and the GPUs wait for it."
+            )
+            advice = f"Ask for {fix} and start as many workers as the job has {JOB_WORKERS}."
+        return Finding(
+            "too_few_cpus",
+            f"{self._has()}. {asked} {self._share()}",
+            self.source,
+            "cpus_per_task",
+            severity=Severity.ADVICE,
+            lines=self.lines,
+            fix=advice,
+            basis=Basis.QUESTION,
+        )
+
+
+def _program_run(reading: Reading) -> Run | None:
+    """The command that starts the program: the training run, else the first Python one."""
+    training = next((r for r in reading.runs if r.training), None)
+    if training is not None:
+        return training
+    return next((r for r in reading.runs if any(PYTHON.search(w) for w in r.words)), None)
+
+
+def _processes(words: tuple[str, ...], gpus: int) -> int:
+    """The processes a launcher starts per task: its own count, one per GPU where it is a
+    variable or the launcher's default, else one."""
+    first = next((i for i, w in enumerate(words) if w.endswith(".py")), len(words))
+    launchers = {w.rsplit("/", 1)[-1] for w in words[:first]}
+    if not launchers & LAUNCHERS:
+        return 1  # the program's own options (python train.py --num_gpus 4) start nothing
+    for index, word in enumerate(words[:first]):
+        found = PROCESSES.match(word)
+        if found:
+            value = found.group(1)
+            if value is None:
+                value = words[index + 1] if index + 1 < len(words) else ""
+            return int(value) if value.isdigit() and int(value) > 0 else gpus
+    return gpus if launchers & PER_GPU_LAUNCHERS else 1
+
+
+def _inline(words: tuple[str, ...]) -> tuple[Program, ...]:
+    """The program written on the command line (`python -c "..."`), where it parses."""
+    for index, word in enumerate(words[:-1]):
+        if word == "-c" and index and PYTHON.search(words[index - 1]):
+            try:
+                return (parse_program("the command's program", words[index + 1]),)
+            except NotPython:
+                return ()
+    return ()

@@ -174,9 +174,9 @@ def check_program_data(
     if not program or local is None or run is None or reading.training or reading.local_reads:
         return
     given = {word.split("=", 1)[0] for word in run.words}
-    for default in data_defaults(program):
-        if given & set(default.options):
-            continue  # the command line says where: judged from the script
+    for default in sorted(data_defaults(program), key=lambda d: not d.options):
+        if given & set(default.options) or default.variable in run.environment:
+            continue  # the command line or the job's environment says where
         place = place_of(normal_path(default.path), places)
         if place is None or place.local:
             continue
