@@ -208,7 +208,7 @@ def _check_cpus(
 PROCESSES = re.compile(r"^--(?:nproc[_-]per[_-]node|num[_-]processes|num[_-]gpus)(?:=(.*))?$")
 # Launchers that start one process per GPU unless told otherwise, and those that start one.
 PER_GPU_LAUNCHERS = frozenset({"accelerate", "deepspeed"})
-LAUNCHERS = PER_GPU_LAUNCHERS | {"torchrun", "torch.distributed.run", "torch.distributed.launch"}
+PROCESS_LAUNCHERS = PER_GPU_LAUNCHERS | {"torchrun", "torch.distributed.run", "torch.distributed.launch"}
 PYTHON = re.compile(r"(^|/)python[\d.]*$|\.py$")
 JOB_WORKERS = "(num_workers=int(os.environ['SLURM_CPUS_PER_TASK']))"
 
@@ -340,7 +340,7 @@ def _processes(words: tuple[str, ...], gpus: int) -> int:
     variable or the launcher's default, else one."""
     first = next((i for i, w in enumerate(words) if w.endswith(".py")), len(words))
     launchers = {w.rsplit("/", 1)[-1] for w in words[:first]}
-    if not launchers & LAUNCHERS:
+    if not launchers & PROCESS_LAUNCHERS:
         return 1  # the program's own options (python train.py --num_gpus 4) start nothing
     for index, word in enumerate(words[:first]):
         found = PROCESSES.match(word)
