@@ -208,7 +208,11 @@ def _check_cpus(
 PROCESSES = re.compile(r"^--(?:nproc[_-]per[_-]node|num[_-]processes|num[_-]gpus)(?:=(.*))?$")
 # Launchers that start one process per GPU unless told otherwise, and those that start one.
 PER_GPU_LAUNCHERS = frozenset({"accelerate", "deepspeed"})
-PROCESS_LAUNCHERS = PER_GPU_LAUNCHERS | {"torchrun", "torch.distributed.run", "torch.distributed.launch"}
+PROCESS_LAUNCHERS = PER_GPU_LAUNCHERS | {
+    "torchrun",
+    "torch.distributed.run",
+    "torch.distributed.launch",
+}
 PYTHON = re.compile(r"(^|/)python[\d.]*$|\.py$")
 JOB_WORKERS = "(num_workers=int(os.environ['SLURM_CPUS_PER_TASK']))"
 
