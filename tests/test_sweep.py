@@ -1,0 +1,130 @@
+"""A sweep's runs, drawn over grids and line lists: every combination once, each run's folder its
+own, each value one shell word in its command, and a plan that covers every run."""
+
+import math
+import re
+import shlex
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guidance.engine.sweep import (
+    MAX_RUNS,
+    SHORT_RUN_MINUTES,
+    Grouping,
+    SweepError,
+    from_grid,
+    from_lines,
+    plan,
+)
+
+names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+# Anything a user may type as a value: quotes, spaces, $(...), globs, unicode; no control chars.
+values = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30)
+grids = st.dictionaries(
+    names, st.lists(values, min_size=1, max_size=4, unique=True), min_size=1, max_size=3
+)
+
+
+@given(grids)
+def test_a_grid_has_every_combination_once_each_in_a_folder_of_its_own(grid):
+    sweep = from_grid(grid, "python train.py")
+    assert len(sweep.runs) == math.prod(len(v) for v in grid.values())
+    assert len({run.values for run in sweep.runs}) == len(sweep.runs)
+    assert [run.number for run in sweep.runs] == list(range(1, len(sweep.runs) + 1))
+    folders = [run.folder for run in sweep.runs]
+    assert len(set(folders)) == len(folders)
+    for run in sweep.runs:
+        assert re.fullmatch(r"run-\d{3,}(_[A-Za-z0-9._+-]*)*", run.folder), run.folder
+        assert len(run.folder) <= 100
+        assert dict(run.values).keys() == grid.keys()
+
+
+@given(grids)
+def test_each_value_reaches_the_command_as_one_word_never_as_code(grid):
+    command = "python train.py " + " ".join(f"--{name} {{{name}}}" for name in grid)
+    sweep = from_grid(grid, command)
+    for run in sweep.runs:
+        words = shlex.split(sweep.command_for(run))
+        expected = ["python", "train.py"]
+        for name, value in run.values:
+            expected += [f"--{name}", value]
+        assert words == expected
+
+
+@given(grids)
+def test_lines_written_as_a_shell_would_give_the_same_runs_as_the_grid(grid):
+    swept = from_grid(grid, "x")
+    text = "\n".join(
+        " ".join(shlex.quote(f"{name}={value}") for name, value in run.values) for run in swept.runs
+    )
+    assert from_lines("# the runs\n\n" + text, "x").runs == swept.runs
+
+
+def test_folders_say_the_run_and_its_values():
+    sweep = from_grid({"lr": ["0.01", "0.1"], "seed": ["1", "2", "3"]}, "train --lr {lr}")
+    assert [run.folder for run in sweep.runs][:2] == [
+        "run-001_lr-0.01_seed-1",
+        "run-002_lr-0.01_seed-2",
+    ]
+    assert sweep.command_for(sweep.runs[-1]) == "train --lr 0.1"
+    odd = from_grid({"tag": ["a b/c", "$(rm -rf ~)"]}, "echo {tag} {{literal}}")
+    assert [run.folder for run in odd.runs] == ["run-001_tag-a_b_c", "run-002_tag-rm_-rf"]
+    assert odd.command_for(odd.runs[1]) == "echo '$(rm -rf ~)' {literal}"
+
+
+@pytest.mark.parametrize(
+    ("grid", "command", "field", "words"),
+    [
+        ({}, "x", "sweep", "at least one parameter"),
+        ({"lr": []}, "x", "sweep", "lr has no values"),
+        ({"lr": [""]}, "x", "sweep", "empty value"),
+        ({"lr": ["a\nb"]}, "x", "sweep", "line break"),
+        ({"lr": [0.1]}, "x", "sweep", "values are text"),
+        ({"1lr": ["1"]}, "x", "sweep", "not a parameter name"),
+        ({"DATA_PATH": ["1"]}, "x", "sweep", "the job's own variable"),
+        ({"SLURM_NTASKS": ["1"]}, "x", "sweep", "the job's own variable"),
+        ({"lr": ["1"]}, "train --seed {seed}", "command", "{seed}, which is not a parameter"),
+        (
+            {"a": [str(i) for i in range(40)], "b": [str(i) for i in range(30)]},
+            "x",
+            "sweep",
+            "1,200 runs",
+        ),
+    ],
+)
+def test_a_sweep_it_cannot_run_is_refused_in_words_for_its_field(grid, command, field, words):
+    with pytest.raises(SweepError) as refused:
+        from_grid(grid, command)
+    assert refused.value.field == field
+    assert words in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "one line per run"),
+        ("lr=1\nseed=2", "every run gives the same parameters"),
+        ("lr=1 lr=2", "given twice"),
+        ("lr", "not name=value"),
+        ("lr='1", "a quote is not closed"),
+    ],
+)
+def test_lines_it_cannot_read_are_refused_by_their_line(text, words):
+    with pytest.raises(SweepError, match=re.escape(words)):
+        from_lines(text, "x")
+
+
+@given(st.integers(1, MAX_RUNS), st.integers(1, 3 * 24 * 60), st.integers(1, 8), st.integers(0, 20))
+def test_the_plan_runs_every_run_once_within_its_jobs(runs, minutes, gpus, at_once):
+    sweep = from_grid({"i": [str(i) for i in range(runs)]}, "x")
+    made = plan(sweep, minutes, gpus, at_once)
+    assert made.jobs * made.runs_per_job >= runs > (made.jobs - 1) * made.runs_per_job
+    assert made.minutes_per_job == made.runs_per_job * minutes
+    assert made.gpu_hours == round(runs * minutes * gpus / 60, 2)
+    short = minutes < SHORT_RUN_MINUTES and runs > 1
+    assert made.grouping == (Grouping.GROUPED if short else Grouping.ARRAY)
+    if made.grouping == Grouping.GROUPED and at_once:
+        assert made.jobs <= at_once
+    assert made.source.section == "Running many similar jobs"
