@@ -115,7 +115,7 @@ def _single(
     """A program started as one process: idle GPUs where its files show no use of several, a
     question where the checker has not read it, nothing where it spreads itself."""
     if program:
-        if spread_over_gpus(program) is not None:
+        if spread_over_gpus(program, run.words) is not None:
             return False
         notes.append(_one_gpu(script, request, run, how, Basis.PROGRAM))
         return request.nodes == 1
