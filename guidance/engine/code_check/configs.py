@@ -169,18 +169,53 @@ def plain_text(text: str) -> object:
 
 
 def as_yaml(python: object) -> str:
-    """A plain Python value written as a YAML scalar (True -> true, "bf16-mixed" stays bare
-    where YAML reads it back as the same string, else quoted)."""
+    """A plain Python value written as a YAML scalar that reads back as itself: True -> true,
+    "bf16-mixed" bare, any other string double-quoted with YAML's escapes."""
     if python is None:
         return "null"
     if isinstance(python, bool):
         return "true" if python else "false"
-    if isinstance(python, (int, float)):
-        return repr(python)
+    if isinstance(python, int):
+        return str(python)
+    if isinstance(python, float):
+        text = repr(python)
+        # YAML 1.1 (PyYAML) reads 1e+16 as a string: its floats have a dot.
+        return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
     text = str(python)
-    if plain_text(text) == text and not any(c in text for c in ":#{}[],&*!|>'\"%@`"):
+    if _bare(text):
         return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + "".join(_escaped(c) for c in text) + '"'
+
+
+def _bare(text: str) -> bool:
+    return (
+        text.isascii()
+        and text.isprintable()
+        and text == text.strip()
+        and text != ""
+        and text[0] not in "-?"
+        and not any(c in text for c in ":#{}[],&*!|>'\"%@`\\")
+        and _read_as_string(text)
+    )
+
+
+def _read_as_string(text: str) -> bool:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return False
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str"
+
+
+def _escaped(character: str) -> str:
+    if character in '"\\':
+        return "\\" + character
+    code = ord(character)
+    if character.isprintable() and character not in "\x85\u2028\u2029" and code != 0xFEFF:
+        return character
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def replace_scalar(config: ConfigFile, spot: Spot, text: str) -> Snippet:
