@@ -347,3 +347,10 @@ def test_python_files_alone_read_as_before():
     beside = readable({"train.py": TRAIN})
     assert len(beside) == 1 and beside.configs == ()
     assert parse_program("train.py", TRAIN).name == beside[0].name
+
+
+def test_a_yaml_trainer_on_data_parallel_is_a_change_to_ddp_in_its_yaml():
+    text = TRAINER + "strategy: dp\n"
+    (finding,) = findings(project(**{"configs/trainer/gpu.yaml": text}), "data_parallel")
+    assert (finding.file, finding.line) == ("configs/trainer/gpu.yaml", 5)
+    assert finding.after == "strategy: ddp"
