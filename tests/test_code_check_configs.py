@@ -354,3 +354,23 @@ def test_a_yaml_trainer_on_data_parallel_is_a_change_to_ddp_in_its_yaml():
     (finding,) = findings(project(**{"configs/trainer/gpu.yaml": text}), "data_parallel")
     assert (finding.file, finding.line) == ("configs/trainer/gpu.yaml", 5)
     assert finding.after == "strategy: ddp"
+
+
+def test_arguments_given_at_instantiate_win_over_the_config():
+    train = TRAIN.replace("instantiate(cfg.data)", "instantiate(cfg.data, num_workers=8)")
+    (finding,) = findings(project(**{"train.py": train}), "dataloader_num_workers")
+    assert finding.kind == "question"
+
+
+def test_an_argument_passed_to_instantiate_wins_over_the_yaml_trainers():
+    train = TRAIN.replace("instantiate(cfg.trainer)", "instantiate(cfg.trainer, precision=prec)")
+    (finding,) = findings(project(**{"train.py": train}), "mixed_precision")
+    assert (finding.kind, finding.file, finding.line) == ("question", "train.py", 8)
+    train = TRAIN.replace("instantiate(cfg.trainer)", "instantiate(cfg.trainer, logger=False)")
+    (finding,) = findings(project(**{"train.py": train}), "mixed_precision")
+    assert (finding.kind, finding.file) == ("change", "configs/trainer/gpu.yaml")
+
+
+def test_a_data_folder_passed_to_instantiate_is_not_the_configs():
+    train = TRAIN.replace("instantiate(cfg.data)", "instantiate(cfg.data, data_dir=args.data)")
+    assert data_defaults(readable(project(**{"train.py": train}))) == []

@@ -9,6 +9,7 @@ import yaml
 
 from guidance.engine.code_check.configs import ConfigFile, as_yaml
 from guidance.engine.code_check.hydra import Composed, Setting
+from guidance.engine.code_check.program import Program
 from guidance.engine.code_check.snippets import Snippet
 from guidance.engine.code_check.values import Value
 
@@ -29,7 +30,7 @@ LIGHTNING_TRAINERS = frozenset(
 class ConfigValue(Value):
     """An argument written in a YAML file: `node` is where its value stands there."""
 
-    file: ConfigFile | None = None
+    file: ConfigFile | Program | None = None  # where it is written
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class ConfigNode:
 
     composed: Composed
     path: str
+    # The instantiate() calls that build it: an argument they pass wins over the config's.
+    calls: tuple[tuple[Program, ast.Call], ...] = ()
 
     @property
     def target(self) -> Setting:
@@ -45,7 +48,13 @@ class ConfigNode:
 
     def argument(self, name: str) -> ConfigValue | None:
         """The key as the composed config sets it; None where it is not set (the framework's
-        default); unknown where it is not a plain value or comes from the command line."""
+        default); unknown where it is not a plain value or comes from the command line.
+        One the instantiate() call passes is the Python's, unknown here."""
+        for program, call in self.calls:
+            for keyword in call.keywords:
+                if keyword.arg in (name, None):
+                    text = program.segment(keyword.value)
+                    return ConfigValue(keyword, False, None, text, spread=True, file=program)
         setting = self.composed.get(f"{self.path}.{name}")
         if setting is None:
             return None

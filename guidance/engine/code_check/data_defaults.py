@@ -84,10 +84,17 @@ def config_data_paths(programs: tuple[Program, ...]) -> list[DataDefault]:
     composed = hydra.compose(programs, configs_of(programs))
     if composed is None:
         return []
+    builds = hydra.instantiated(programs, composed)
+    # What a call passes itself replaces the config's; a `**kw` may replace any of it.
+    passed: dict[str, set[str | None]] = {}
+    for _, call, path in builds:
+        passed.setdefault(path, set()).update(k.arg for k in call.keywords)
     found = []
-    for _, _, path in hydra.instantiated(programs, composed):
+    for path, given in passed.items():
+        if None in given:
+            continue
         for name, setting in composed.under(path).items():
-            if setting.file is None or setting.spot is None:
+            if setting.file is None or setting.spot is None or name in given:
                 continue
             if not (
                 name in DATA_KEYWORDS or (DATA_NAME.search(name) and not NOT_DATA.search(name))

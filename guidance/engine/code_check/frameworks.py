@@ -104,13 +104,15 @@ def _from_configs(project: "Project") -> list[Site]:
     if composed is None:
         return []
     sites = []
-    for _, _, path in hydra.instantiated(project.programs, composed):
+    builds = hydra.instantiated(project.programs, composed)
+    for path in dict.fromkeys(path for _, _, path in builds):  # each built config once
         target = composed.get(f"{path}._target_")
         known = composed.value(f"{path}._target_")
         if target is None or target.file is None or known is None:
             continue
         if known.value in LIGHTNING_TRAINERS:
-            config = ConfigNode(composed, path)
+            calls = tuple((program, call) for program, call, built in builds if built == path)
+            config = ConfigNode(composed, path, calls)
             sites.append(Site(target.file, target.spot, config=config))  # type: ignore[arg-type]
     return sites
 

@@ -331,10 +331,11 @@ def _config_path(node: ast.AST) -> str | None:
     return ".".join(reversed(names))
 
 
-def constructed(composed: Composed | None, program: Program, cls: ast.ClassDef):
+def constructed(composed: Composed | None, programs, program: Program, cls: ast.ClassDef):
     """The keys Hydra passes to the class's constructor: of the one config mapping whose
     `_target_` names this class of this file (`src.data.cifar.CIFARData` for
-    src/data/cifar.py's CIFARData); None where no mapping or several name it."""
+    src/data/cifar.py's CIFARData); None where no mapping or several name it, or where a call
+    in the files instantiates it with arguments of its own (they win over the config's)."""
     if composed is None or program.parents.get(cls) is not program.tree:
         return None
     module = program.name.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
@@ -345,6 +346,10 @@ def constructed(composed: Composed | None, program: Program, cls: ast.ClassDef):
     ]
     if len(found) != 1:
         return None
+    for _, call, path in instantiated(programs, composed):
+        given = [k for k in call.keywords if not (k.arg or "").startswith("_")]
+        if path == found[0] and (given or len(call.args) > 1):
+            return None
     return {name: s for name, s in composed.under(found[0]).items() if not name.startswith("_")}
 
 

@@ -215,7 +215,7 @@ class Statements:
     def _default_of(self, program: Program, function, name: str, depth: int) -> Stated | None:
         cls, given = program.parents.get(function), None
         if isinstance(cls, ast.ClassDef) and function.name == "__init__":
-            given = hydra.constructed(self.composed, program, cls)
+            given = hydra.constructed(self.composed, self.programs, program, cls)
             if given is not None and name in given:
                 return _from_config(self.composed, given[name])
         position, default = _default(function.args, name)
