@@ -712,8 +712,12 @@ def _lightning_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
             f"{_pass(site, 'precision', 'bf16-mixed')}.",
         )
         return
-    said = f"`precision: {given.text}`" if site.config else f"precision={given.text}"
-    now = "uses the default, 32-bit precision" if given is None else f"sets {said}"
+    if given is None:
+        now = "uses the default, 32-bit precision"
+    elif site.config:
+        now = f"sets `precision: {given.text}`"
+    else:
+        now = f"sets precision={given.text}"
     other = "16-mixed" if site.config else '"16-mixed"'
     yield make(
         "mixed_precision",
