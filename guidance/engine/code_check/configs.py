@@ -63,10 +63,6 @@ class Entry:
     def spot(self) -> Spot:
         return Spot.of(self.value)
 
-    @property
-    def key_spot(self) -> Spot:
-        return Spot.of(self.key)
-
 
 @dataclass
 class ConfigFile:
