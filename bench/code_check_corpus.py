@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,10 +24,14 @@ def percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def parses(text: str) -> bool:
+def parses(name: str, text: str) -> bool:
+    """The file still reads as what it is: Python, or for a .yaml/.yml config, YAML."""
     try:
-        ast.parse(text)
-    except SyntaxError:  # TabError included
+        if name.endswith((".yaml", ".yml")):
+            yaml.safe_load(text)
+        else:
+            ast.parse(text)
+    except (SyntaxError, yaml.YAMLError):  # TabError included
         return False
     return True
 
@@ -40,9 +46,9 @@ def broken_fixes(files: dict[str, str], findings) -> tuple[int, int]:
         if finding.after:
             lines = files[finding.file].split("\n")
             lines[finding.line - 1 : finding.end_line] = [finding.after]
-            alone += not parses("\n".join(lines))
+            alone += not parses(finding.file, "\n".join(lines))
     together = sum(
-        not parses(with_every_fix(text, [f for f in findings if f.file == name]))
+        not parses(name, with_every_fix(text, [f for f in findings if f.file == name]))
         for name, text in files.items()
     )
     return alone, together

@@ -37,8 +37,9 @@ class CheckIn(Schema):
     files: dict[str, str] = Field(
         default_factory=dict,
         description="The program the script starts, its source by file name, as POST "
-        '/api/v1/check-code takes it (e.g. {"train.py": "import torch..."}; at most '
-        f"{MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each). What hangs on the program "
+        '/api/v1/check-code takes it (e.g. {"train.py": "import torch..."}, with the YAML '
+        f"configs a Hydra program reads; at most {MAX_FILES} files of "
+        f"{MAX_FILE_BYTES // 1000} kB each). What hangs on the program "
         "(does it use all the GPUs it is given?) is then read from it; without it, such a "
         "finding is a question (basis 'question').",
     )

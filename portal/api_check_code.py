@@ -29,7 +29,9 @@ class CheckCodeIn(Schema):
     files: dict[str, str] = Field(
         description=f'The program\'s source by file name, e.g. {{"train.py": "import torch..."}}: '
         f"the entry point and the modules it imports from the project, as relative paths ending "
-        f".py; at most {MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each."
+        f".py, and the YAML configs it reads (.yaml, .yml: a Hydra program's configs/ folder, "
+        f"by their paths, e.g. configs/trainer/gpu.yaml); at most {MAX_FILES} files of "
+        f"{MAX_FILE_BYTES // 1000} kB each."
     )
     entry: str | None = Field(
         None,

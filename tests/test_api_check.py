@@ -154,3 +154,13 @@ def test_program_files_are_refused_as_check_code_refuses_them(client, seeded, se
     response = _post(client, secret, cluster="narval", script=FOUR_GPUS, files={"../x.py": "1"})
     (field,) = _errors(response)
     assert field.startswith("files")
+
+
+def test_a_hydra_trainer_over_four_devices_in_its_yaml_uses_the_four_gpus(client, seeded, secret):
+    from tests.test_api_check_code import HYDRA_FILES
+
+    body = _answer(client, secret, cluster="narval", script=FOUR_GPUS, files=HYDRA_FILES)
+    assert not [f for f in body["findings"] if f["code"] == "multi_gpu_without_launcher"]
+    one = FOUR_GPUS.replace("python train.py", "python train.py trainer.devices=1")
+    body = _answer(client, secret, cluster="narval", script=one, files=HYDRA_FILES)
+    assert _gpu_finding(body)["basis"] == "program"

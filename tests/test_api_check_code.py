@@ -296,3 +296,57 @@ def test_a_file_starting_with_a_byte_order_mark_is_checked(client, seeded, secre
     body = _answer(client, secret, {"train.py": "\ufeff" + LOADER})
     workers = next(f for f in body["findings"] if f["rule"] == "dataloader_num_workers")
     assert (workers["line"], workers["column"]) == (LOADER_LINE, LOADER_COLUMN)
+
+
+# --- YAML configs beside the program ---------------------------------------------------------
+
+HYDRA_ENTRY = """\
+import hydra
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="train")
+def main(cfg):
+    model = hydra.utils.instantiate(cfg.model)
+    trainer = hydra.utils.instantiate(cfg.trainer)
+    trainer.fit(model)
+"""
+HYDRA_FILES = {
+    "train.py": HYDRA_ENTRY,
+    "configs/train.yaml": "defaults:\n  - trainer: gpu\n\nmodel:\n  _target_: net.Net\n",
+    "configs/trainer/gpu.yaml": "_target_: lightning.pytorch.Trainer\ndevices: 4\nprecision: 32\n",
+}
+
+
+def test_a_hydra_trainers_yaml_is_checked_with_the_python(client, seeded, secret):
+    body = _answer(client, secret, HYDRA_FILES, entry="train.py")
+    assert body["files"][0] == "train.py" and "configs/trainer/gpu.yaml" in body["files"]
+    (precision,) = [f for f in body["findings"] if f["rule"] == "mixed_precision"]
+    assert (precision["file"], precision["line"], precision["kind"]) == (
+        "configs/trainer/gpu.yaml",
+        3,
+        "change",
+    )
+    assert (precision["before"], precision["after"]) == ("precision: 32", "precision: bf16-mixed")
+
+
+def test_yaml_that_does_not_parse_is_422_with_the_file_and_its_line(client, seeded, secret):
+    files = {**HYDRA_FILES, "configs/trainer/gpu.yaml": "devices: [4\nprecision: 32\n"}
+    response = _post(client, secret, {"cluster": "narval", "files": files})
+    (error,) = response.json()["detail"]
+    assert (error["field"], error["code"]) == ("files.configs/trainer/gpu.yaml", "syntax_error")
+    assert "not a YAML config" in error["message"] and "line 2" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("files", "entry", "field", "code"),
+    [
+        ({"configs/train.yaml": "a: 1\n"}, None, "files", "no_files"),
+        (HYDRA_FILES, "configs/train.yaml", "entry", "entry_not_python"),
+        ({**HYDRA_FILES, "notes.toml": "a = 1\n"}, None, "files.notes.toml", "not_python_file"),
+    ],
+)
+def test_configs_alone_or_as_the_entry_point_are_refused(
+    client, seeded, secret, files, entry, field, code
+):
+    response = _post(client, secret, {"cluster": "narval", "files": files, "entry": entry})
+    assert _codes(response) == {field: code}

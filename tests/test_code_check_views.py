@@ -440,3 +440,29 @@ def test_put_it_in_the_box_keeps_the_program_typed_beside_the_script(user_client
     assert "Put it in the box" in box
     assert f'name="code-program" value="{LOADER}"' in box
     assert 'name="code-cluster" value="cedar"' in box
+
+
+# --- YAML configs beside the program ---------------------------------------------------------
+
+
+def test_the_upload_box_takes_yaml_configs(user_client, seeded):
+    page = _page(user_client.get("/jobs/check/", {"cluster": "cedar"}))
+    upload = re.search(r'<input type="file" name="code-uploads"[^>]*>', page).group(0)
+    assert ".yaml" in upload and ".yml" in upload and ".py" in upload
+
+
+def test_uploaded_configs_are_checked_with_the_program_at_their_yaml_lines(user_client, seeded):
+    from tests.test_api_check_code import HYDRA_FILES
+
+    # Browsers send names without folders: the configs are found by their names.
+    uploads = [_upload(name.rsplit("/", 1)[-1], text) for name, text in HYDRA_FILES.items()]
+    page = _page(_post(user_client, uploads=uploads, entry="train.py"))
+    precision = _finding(page, "mixed_precision")
+    assert "gpu.yaml:3:" in precision
+    assert "precision: bf16-mixed" in precision
+
+
+def test_a_config_that_does_not_parse_is_said_on_the_form(user_client, seeded):
+    uploads = [_upload("train.py", LOADER), _upload("gpu.yaml", "devices: [4\nprecision: 32\n")]
+    errors = _errors(_page(_post(user_client, uploads=uploads)))
+    assert "gpu.yaml is not a YAML config" in errors and "line 2" in errors

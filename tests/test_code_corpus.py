@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from guidance.engine import Cluster, Policy
 from guidance.engine.code_check import CodeCheck, CodeFinding, check_code
@@ -28,11 +29,24 @@ Expected = tuple[str, str, str, int | None]
 
 
 def program_files(name: str) -> dict[str, str]:
-    """A single file as itself; a project folder as every .py in it, by relative path."""
+    """A single file as itself; a project folder as every .py and YAML config in it, by
+    relative path."""
     path = CORPUS / name
     if path.is_file():
         return {name: path.read_text()}
-    return {p.relative_to(path).as_posix(): p.read_text() for p in sorted(path.rglob("*.py"))}
+    return {
+        p.relative_to(path).as_posix(): p.read_text()
+        for p in sorted(path.rglob("*"))
+        if p.suffix in (".py", ".yaml", ".yml")
+    }
+
+
+def parses(file: str, text: str) -> None:
+    """Raises SyntaxError (or yaml's error) where the file no longer reads as what it is."""
+    if file.endswith((".yaml", ".yml")):
+        yaml.safe_load(text)
+    else:
+        ast.parse(text)
 
 
 def on_disk() -> set[str]:
@@ -132,8 +146,8 @@ def test_every_after_replaces_exactly_the_lines_its_finding_names():
             assert finding.before == shown, where
             changed = [*lines[: finding.line - 1], finding.after, *lines[finding.end_line :]]
             try:
-                ast.parse("\n".join(changed))
-            except SyntaxError as error:
+                parses(finding.file, "\n".join(changed))
+            except (SyntaxError, yaml.YAMLError) as error:
                 pytest.fail(f"{where}: the file no longer parses: {error}", pytrace=False)
             checked += 1
     assert checked >= 50
@@ -172,8 +186,8 @@ def test_applying_every_fix_of_a_program_leaves_it_parsing(name):
         for file, text in files.items():
             fixed = with_every_fix(text, [f for f in findings if f.file == file])
             try:
-                ast.parse(fixed)
-            except SyntaxError as error:
+                parses(file, fixed)
+            except (SyntaxError, yaml.YAMLError) as error:
                 pytest.fail(f"{name}: {file} with its fixes no longer parses: {error}")
             if leading_whitespace_kinds(text) == {"tab"}:
                 assert leading_whitespace_kinds(fixed) == {"tab"}, f"{name}: {file} mixes"

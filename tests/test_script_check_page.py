@@ -418,3 +418,18 @@ def test_the_program_beside_the_script_settles_it_and_the_download_follows(user_
     assert 'data-code="multi_gpu_without_launcher"' not in _page(
         _with_program(user_client, trainer)
     )
+
+
+def test_configs_uploaded_beside_the_script_say_the_program_uses_the_four_gpus(user_client, seeded):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.test_api_check_code import HYDRA_FILES
+
+    uploads = [
+        SimpleUploadedFile(name.rsplit("/", 1)[-1], text.encode())
+        for name, text in HYDRA_FILES.items()
+    ]
+    fields = {"cluster": "narval", "script": FOUR_GPUS, "code-uploads": uploads}
+    page = _page(user_client.post(URL, fields))
+    assert "Read with the training program below" in page
+    assert 'data-code="multi_gpu_without_launcher"' not in page

@@ -1,5 +1,6 @@
 """The "Check" page's training-program form: a cluster, and the program pasted (under a file
-name) or uploaded as several .py files, with the entry point among them. It reads what was sent
+name) or uploaded as several .py files (and the YAML configs they read), with the entry point
+among them. It reads what was sent
 into {name: text}, refusing in words that name the file what the checker cannot read."""
 
 from functools import cached_property
@@ -61,9 +62,12 @@ class CodeCheckForm(forms.Form):
     uploads = ProgramFilesField(
         label="Or upload its files",
         required=False,
-        widget=MultipleFileInput(attrs={"multiple": True, "accept": ".py,text/x-python"}),
+        widget=MultipleFileInput(
+            attrs={"multiple": True, "accept": ".py,text/x-python,.yaml,.yml"}
+        ),
         help_text=f"One or more .py files: the entry point and the modules it imports from the "
-        f"project, at most {MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each. They are taken "
+        f"project, and its YAML configs (a Hydra configs/ folder's files), at most "
+        f"{MAX_FILES} files of {MAX_FILE_BYTES // 1000} kB each. They are taken "
         f"as one folder (browsers send no paths): for a package layout, paste a module above "
         f"under its path (e.g. pipeline/loading.py), or use the API, which takes paths.",
     )

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, CodeCheck
+from guidance.engine.code_check.configs import SUFFIXES as CONFIG_SUFFIXES
+from guidance.engine.code_check.configs import is_config
 
 DEFAULT_NAME = "train.py"
 MAX_NAME_CHARS = 200
@@ -49,8 +51,11 @@ def name_problem(name: str) -> Problem | None:
     if ".." in parts:
         said = f"“{shown}” points outside the project (..): name the file as inside it ({EXAMPLE})."
         return Problem(name, "bad_file_name", said)
-    if not name.endswith(".py"):
-        said = f"“{shown}” is not a Python file: the checker reads .py files only ({EXAMPLE})."
+    if not name.endswith(".py") and not is_config(name):
+        said = (
+            f"“{shown}” is not a Python file: the checker reads .py files and the YAML configs "
+            f"({', '.join(CONFIG_SUFFIXES)}) beside them ({EXAMPLE})."
+        )
         return Problem(name, "not_python_file", said)
     if not all(_PART.fullmatch(part) for part in parts):
         said = (
@@ -66,6 +71,12 @@ def problems(files: Mapping[str, str]) -> list[Problem]:
     bad names, over a size limit, not text."""
     if not files:
         said = "There is nothing to check: paste the program or upload its .py files."
+        return [Problem(None, "no_files", said)]
+    if all(is_config(name) for name in files):
+        said = (
+            "Only YAML configs were sent: send the Python files that read them too (the "
+            "entry point and the modules it imports)."
+        )
         return [Problem(None, "no_files", said)]
     if len(files) > MAX_FILES:
         said = (
@@ -133,6 +144,9 @@ def _text_problem(name: str, text: str) -> Problem | None:
 
 
 def entry_problem(entry: str, files: Mapping[str, str]) -> Problem | None:
+    if entry in files and is_config(entry):
+        said = f"“{entry}” is a YAML config: the entry point is the Python file that is run."
+        return Problem(entry, "entry_not_python", said)
     if not entry or entry in files:
         return None
     names = ", ".join(files)

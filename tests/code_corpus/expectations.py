@@ -431,4 +431,20 @@ EXPECTED = {
             "channels_last": "    model = model.to(memory_format=torch.channels_last)",
         },
     },
+    # --- Hydra: the Trainer and the datamodule built from YAML configs (session 20) -------------
+    # train.yaml composes trainer/gpu.yaml over trainer/default.yaml, whose precision: 32 and
+    # missing benchmark are the Trainer's own arguments: the fixes go there, in YAML. The
+    # datamodule's loaders take num_workers from self.hparams, which Hydra fills from
+    # data/cifar.yaml's num_workers: 0.
+    "hydra_lightning": {
+        "entry": "src/train.py",
+        "findings": {
+            ("mixed_precision", C, "configs/trainer/default.yaml", 12),
+            ("cudnn_benchmark", C, "configs/trainer/default.yaml", 1),
+            ("dataloader_num_workers", C, "configs/data/cifar.yaml", 4),
+            ("tf32", C, "src/train.py", None),
+            ("torch_compile", C, "src/models/classifier.py", None),
+            ("channels_last", C, "src/models/classifier.py", None),
+        },
+    },
 }

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 
+from guidance.engine.code_check.configs import ConfigFile, NotYaml, is_config, read_config
 from guidance.engine.code_check.context import Project
 from guidance.engine.code_check.findings import CodeCheck, CodeFinding, Kind, Measured, Unreadable
 from guidance.engine.code_check.program import NotPython, Program, parse_program
@@ -58,12 +59,13 @@ def _check(
 ) -> CodeCheck:
     files = files if isinstance(files, Mapping) else {}
     order = _order(files, entry)
-    programs, unreadable = _read(files, order)
-    read = tuple(p.name for p in programs)
+    programs, configs, unreadable = _read(files, order)
+    parsed = {f.name for f in [*programs, *configs]}
+    read = tuple(name for name in order if name in parsed)
     if not programs:
         return CodeCheck(unreadable=tuple(unreadable), files=read)
     cpus = cpus_per_gpu if _positive(cpus_per_gpu) else cluster.policy.cpus_per_gpu
-    project = Project(programs, cpus, measured)
+    project = Project(programs, cpus, measured, configs)
     findings: list[CodeFinding] = []
     off = {setting.rule for setting in cluster.code_rules if not setting.enabled}
     located = [rule for rule in LOCATED if not _switched_off(rule, off)]
@@ -108,12 +110,18 @@ def _order(files: Mapping, entry: str | None) -> list[str]:
     names = [name for name in files if isinstance(name, str)]
     if not names:
         return []
-    first = entry if isinstance(entry, str) and entry in files else names[0]
+    python = [name for name in names if not is_config(name)]
+    first = entry if isinstance(entry, str) and entry in files else (python or names)[0]
     return [first, *sorted(n for n in names if n != first)]
 
 
-def _read(files: Mapping, order: list[str]) -> tuple[list[Program], list[Unreadable]]:
+def _read(
+    files: Mapping, order: list[str]
+) -> tuple[list[Program], list[ConfigFile], list[Unreadable]]:
+    """The Python files that parse, the YAML configs that parse, and why the others cannot
+    be read; every file counts towards the limits."""
     programs: list[Program] = []
+    configs: list[ConfigFile] = []
     unreadable: list[Unreadable] = []
     total = 0
     for index, name in enumerate(order):
@@ -136,11 +144,23 @@ def _read(files: Mapping, order: list[str]) -> tuple[list[Program], list[Unreada
                 )
             )
             continue
+        if is_config(name):
+            try:
+                configs.append(read_config(name, text))
+            except NotYaml as error:
+                unreadable.append(Unreadable(name, _not_yaml(name, error), error.line))
+            continue
         try:
             programs.append(parse_program(name, text))
         except NotPython as error:
             unreadable.append(Unreadable(name, _not_python(name, error), error.line))
-    return programs, unreadable
+    return programs, configs, unreadable
+
+
+def _not_yaml(name: str, error: NotYaml) -> str:
+    if error.line is None:
+        return f"{name} could not be read as YAML: {error.reason}."
+    return f"{name} is not a YAML config: {error.reason} (line {error.line})."
 
 
 def _not_python(name: str, error: NotPython) -> str:
@@ -151,9 +171,10 @@ def _not_python(name: str, error: NotPython) -> str:
 
 def _text(name: str, content: object) -> tuple[str, str, int]:
     """(text, why it cannot be read or "", its size in bytes)."""
+    source = "a YAML config" if is_config(name) else "Python source"
     if isinstance(content, str):
         if "\x00" in content:
-            return "", f"{name} is a binary file, not Python source.", 0
+            return "", f"{name} is a binary file, not {source}.", 0
         try:
             raw = content.encode()
         except UnicodeEncodeError:
@@ -167,11 +188,11 @@ def _text(name: str, content: object) -> tuple[str, str, int]:
     if isinstance(content, str):
         return content, "", len(raw)
     if b"\x00" in raw:
-        return "", f"{name} is a binary file, not Python source.", 0
+        return "", f"{name} is a binary file, not {source}.", 0
     try:
         return raw.decode("utf-8-sig"), "", len(raw)
     except UnicodeDecodeError:
-        return "", f"{name} is not UTF-8 text: Python source is read as UTF-8.", 0
+        return "", f"{name} is not UTF-8 text: {source} is read as UTF-8.", 0
 
 
 def _run(rule: Callable, file: str, *args) -> list[CodeFinding]:

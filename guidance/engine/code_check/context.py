@@ -6,8 +6,9 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from guidance.engine.code_check import devices, frameworks
+from guidance.engine.code_check import devices, frameworks, hydra
 from guidance.engine.code_check.catalogue import RULES
+from guidance.engine.code_check.configs import ConfigFile
 from guidance.engine.code_check.findings import CodeFinding, Kind, Measured
 from guidance.engine.code_check.program import Program
 from guidance.engine.code_check.snippets import Snippet
@@ -19,6 +20,7 @@ class Project:
     programs: list[Program]  # entry first, then the others by name
     cpus: int  # the num_workers to suggest: the job's CPUs per GPU, else the cluster's
     measured: Measured | None = None
+    configs: list[ConfigFile] = field(default_factory=list)  # YAML given beside, by name
     values: dict[str, Values] = field(default_factory=dict)
     # What several rules ask, found once per check (where program-wide fixes go, a loader's
     # arguments): key -> answer.
@@ -36,6 +38,11 @@ class Project:
 
     def calls_with_attr(self, *names: str) -> list[tuple[Program, ast.Call]]:
         return [(p, c) for p in self.programs for n in names for c in p.calls_by_attr.get(n, ())]
+
+    @cached_property
+    def hydra(self) -> hydra.Composed | None:
+        """The config Hydra composes for the program from the YAML given, where it can."""
+        return hydra.compose(self.programs, self.configs)
 
     @cached_property
     def frameworks(self) -> frameworks.Frameworks:

@@ -13,6 +13,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from guidance.engine.code_check import hydra
+from guidance.engine.code_check.beside_script import configs_of
 from guidance.engine.code_check.program import Program
 
 # Option and constant names that hold a data folder, and keywords handing one to a dataset.
@@ -42,7 +44,7 @@ def data_defaults(programs: tuple[Program, ...]) -> list[DataDefault]:
     found: list[DataDefault] = []
     for program in programs:
         found += _options(program, programs) + _named(program, programs)
-    return found
+    return found + config_data_paths(programs)
 
 
 def _options(program: Program, programs: tuple[Program, ...] = ()) -> list[DataDefault]:
@@ -208,3 +210,39 @@ def _joined(left: str, right: str) -> str:
     if right.startswith("/"):
         return right  # an absolute part replaces what came before, as os.path.join does
     return f"{left.rstrip('/')}/{right}"
+
+
+# --- Hydra configs ------------------------------------------------------------------------
+
+
+def config_data_paths(programs: tuple[Program, ...]) -> list[DataDefault]:
+    """Data folders in the YAML configs a Hydra program builds its parts from: a data key
+    (`data_dir: /project/...`, `${paths.data_dir}` followed) of a mapping the program
+    instantiates. Its options are the keys a command-line override of it would name (the key
+    itself and each key its value was read through), the key itself last."""
+    composed = hydra.compose(programs, configs_of(programs))
+    if composed is None:
+        return []
+    builds = hydra.instantiated(programs, composed)
+    # What a call passes itself replaces the config's; a `**kw` may replace any of it.
+    passed: dict[str, set[str | None]] = {}
+    for _, call, path in builds:
+        passed.setdefault(path, set()).update(k.arg for k in call.keywords)
+    found = []
+    for path, given in passed.items():
+        if None in given:
+            continue
+        for name, setting in composed.under(path).items():
+            if setting.file is None or setting.spot is None or name in given:
+                continue
+            if not (
+                name in DATA_KEYWORDS or (DATA_NAME.search(name) and not NOT_DATA.search(name))
+            ):
+                continue
+            known = composed.value(setting.path)
+            if known is None or not isinstance(known.value, str) or not PATH.match(known.value):
+                continue
+            keys = [s.path for s in reversed(known.through)]
+            options = tuple(f"{plus}{key}" for key in keys for plus in ("++", "+", ""))
+            found.append(DataDefault(setting.file.name, setting.spot.lineno, options, known.value))
+    return found

@@ -8,12 +8,15 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from guidance.engine.code_check import hydra
+from guidance.engine.code_check.config_sites import LIGHTNING_TRAINERS, ConfigNode
 from guidance.engine.code_check.program import Program
 from guidance.engine.code_check.snippets import (
     Snippet,
     replace_values,
     set_dict_entries,
     set_keywords,
+    short_call,
 )
 from guidance.engine.code_check.values import Value, Values
 
@@ -40,9 +43,10 @@ HF_ARGUMENTS = frozenset(
 
 @dataclass(frozen=True)
 class Site:
-    program: Program
-    call: ast.Call
+    program: Program  # for a config's framework, the YAML file its `_target_` is written in
+    call: ast.Call  # ...and that `_target_`'s value
     cli: bool = False  # LightningCLI(...): the Trainer's arguments are its trainer_defaults
+    config: ConfigNode | None = None  # built by Hydra from this config: its keys are the arguments
 
 
 _DEFAULTS = "trainer_defaults"
@@ -85,11 +89,39 @@ def find(project: "Project") -> Frameworks:
                 found.hf_trainers += sites
             elif qualname.startswith("accelerate.") and last == "Accelerator":
                 found.accelerators += sites
+    found.lightning += _from_configs(project)
     if found.lightning:
         found.trains |= any(_on_trainer(p, c) for p, c in project.calls_with_attr("fit"))
     if found.hf_trainers:
         found.trains |= any(_on_trainer(p, c) for p, c in project.calls_with_attr("train"))
     return found
+
+
+def _from_configs(project: "Project") -> list[Site]:
+    """Lightning's Trainer as Hydra builds it: `instantiate(cfg.trainer)` where the composed
+    config's `_target_` there names the Trainer."""
+    composed = project.hydra
+    if composed is None:
+        return []
+    sites = []
+    builds = hydra.instantiated(project.programs, composed)
+    for path in dict.fromkeys(path for _, _, path in builds):  # each built config once
+        target = composed.get(f"{path}._target_")
+        known = composed.value(f"{path}._target_")
+        if target is None or target.file is None or known is None:
+            continue
+        if known.value in LIGHTNING_TRAINERS:
+            calls = tuple((program, call) for program, call, built in builds if built == path)
+            config = ConfigNode(composed, path, calls)
+            sites.append(Site(target.file, target.spot, config=config))  # type: ignore[arg-type]
+    return sites
+
+
+def describe(site: Site) -> str:
+    """How a finding names the framework's call: as written, or its config's `_target_`."""
+    if site.config is not None:
+        return f"The Trainer Hydra builds from {site.program.name} (cfg.{site.config.path})"
+    return f"`{short_call(site.program, site.call)}`"
 
 
 def _runs(values: Values, call: ast.Call) -> bool:
@@ -98,8 +130,10 @@ def _runs(values: Values, call: ast.Call) -> bool:
 
 
 def argument(values: Values, site: Site, name: str, position: int | None = None) -> Value | None:
-    """The framework's argument `name`: the call's own, or for LightningCLI the entry of its
-    trainer_defaults (unknown where they are not a literal dict)."""
+    """The framework's argument `name`: the call's own, for LightningCLI the entry of its
+    trainer_defaults (unknown where they are not a literal dict), for a config the key."""
+    if site.config is not None:
+        return site.config.argument(name)
     if not site.cli:
         return values.argument(site.call, name, position)
     defaults = values.argument(site.call, _DEFAULTS)
@@ -137,7 +171,9 @@ def _defaults_dict(values: Values, site: Site) -> ast.Dict | ast.Call | None:
 def settings_fix(values: Values, site: Site, changes: dict[str, str]) -> Snippet:
     """The framework's call with these arguments set: for LightningCLI, entries of its
     trainer_defaults (the dict added where there is none); no mechanical after where the
-    defaults are not a literal dict."""
+    defaults are not a literal dict; for a config, its YAML lines."""
+    if site.config is not None:
+        return site.config.fix(changes)
     if not site.cli:
         return _in_place(site.program, site.call, changes)
     if not any(k.arg == _DEFAULTS for k in site.call.keywords):

@@ -12,6 +12,9 @@ program that shows none of these uses the one GPU that PyTorch and TensorFlow pi
 import ast
 from dataclasses import dataclass
 
+from guidance.engine.code_check import hydra
+from guidance.engine.code_check.beside_script import configs_of
+from guidance.engine.code_check.config_sites import LIGHTNING_TRAINERS as LIGHTNING_TARGETS
 from guidance.engine.code_check.program import Program
 
 # Calls that, made once in one process, put work on every GPU the job holds.
@@ -48,9 +51,46 @@ class Spread:
 
 def spread_over_gpus(programs: tuple[Program, ...], words: tuple[str, ...] = ()) -> Spread | None:
     """The first place in the program that uses several GPUs from one process, or None when the
-    files show none. `words`: the command that starts it, whose options a LightningCLI reads."""
+    files show none. `words`: the command line that starts it, whose options a LightningCLI
+    reads and whose Hydra overrides (`trainer.devices=1`) replace what its YAML configs say."""
     found = next(filter(None, map(_in_program, programs)), None)
-    return found or _in_clis(programs, words)
+    return found or _in_clis(programs, words) or _in_configs(programs, words)
+
+
+def _in_configs(programs: tuple[Program, ...], words: tuple[str, ...]) -> Spread | None:
+    """A Lightning Trainer that Hydra builds from the configs, over several devices."""
+    composed = hydra.compose(programs, configs_of(programs), tuple(words))
+    if composed is None:
+        return None
+    for _, _, path in hydra.instantiated(programs, composed):
+        target = composed.get(f"{path}._target_")
+        known = composed.value(f"{path}._target_")
+        if target is None or known is None or known.value not in LIGHTNING_TARGETS:
+            continue
+        setting = composed.get(f"{path}.devices") or composed.get(f"{path}.gpus")
+        if setting is None:
+            # Lightning's default is "auto": every GPU the job gives it.
+            return Spread(target.file.name, target.spot.lineno, "a Lightning Trainer on every GPU")
+        devices = composed.value(setting.path)
+        if devices is not None and not _several(devices.value):
+            return None
+        # Several, or not known (the checker does not claim idle GPUs on a value it cannot read).
+        if setting.file is None:
+            return Spread("the command line", 0, f"a Lightning Trainer over {setting.text} devices")
+        written = setting.file.segment(setting.spot)
+        return Spread(
+            setting.file.name, setting.spot.lineno, f"a Lightning Trainer over {written} devices"
+        )
+    return None
+
+
+def _several(devices: object) -> bool:
+    """Lightning's devices as a config gives them: 1, "1", 0, null or a list of one: one."""
+    if isinstance(devices, list):
+        return len(devices) != 1
+    if isinstance(devices, str) and devices.strip().startswith("["):
+        return devices.count(",") > 0
+    return devices not in (1, "1", 0, None)
 
 
 def _in_program(program: Program) -> Spread | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
+from guidance.engine.code_check import hydra
 from guidance.engine.code_check.program import FUNCTIONS, Program
 from guidance.engine.code_check.values import Values
 
@@ -36,13 +37,19 @@ class Stated:
     node: ast.AST  # the environment read (TEXT), the default's keyword or expression
     value: object = None  # DEFAULT: the number
     where: str = ""  # DEFAULT: what the default belongs to, e.g. "the option `--workers`"
+    key: str = ""  # DEFAULT from a config: its dotted key (`data.num_workers`)
 
 
 class Statements:
     """Where a worker count comes from, followed across the project's files."""
 
-    def __init__(self, programs: list[Program], values: dict[str, Values]):
-        self.programs, self.values = programs, values
+    def __init__(
+        self,
+        programs: list[Program],
+        values: dict[str, Values],
+        composed: hydra.Composed | None = None,
+    ):
+        self.programs, self.values, self.composed = programs, values, composed
 
     def of(self, program: Program, expr: ast.AST) -> Stated | None:
         """What `expr` (an argument of a loader in `program`) is, where the files say it
@@ -66,6 +73,8 @@ class Statements:
                     return Stated(How.DEFAULT, program, assigned, constant, where)
                 return self._follow(program, assigned, depth - 1)
             return self._parameter(program, expr, depth)
+        if isinstance(expr, ast.Attribute) and _hyperparameter(program, expr):
+            return self._hyperparameter(program, expr, depth)
         if isinstance(expr, ast.Attribute):
             own = self._attributes(program, expr, depth)
             if own:  # self.workers, set in its class: that is where it comes from
@@ -172,6 +181,24 @@ class Statements:
             return [None] if sets else []
         return [self._follow(program, sets[0][0].value, depth - 1)]
 
+    # --- self.hparams.workers: the constructor's parameter, saved by Lightning -------------
+
+    def _hyperparameter(self, program: Program, expr: ast.Attribute, depth: int):
+        """`self.hparams.workers` in a class whose __init__ calls save_hyperparameters(): the
+        parameter `workers` of that __init__."""
+        cls = next((a for a in program.ancestors(expr) if isinstance(a, ast.ClassDef)), None)
+        init = (
+            next(
+                (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"),
+                None,
+            )
+            if cls is not None
+            else None
+        )
+        if init is None or not _saves_hyperparameters(init):
+            return None
+        return self._default_of(program, init, expr.attr, depth)
+
     # --- a parameter's default ----------------------------------------------------------
 
     def _parameter(self, program: Program, name: ast.Name, depth: int) -> Stated | None:
@@ -183,16 +210,26 @@ class Statements:
         found = self.values[program.name].assignments(name.id, name)
         if found is None or found[0] is not function or len(found[1]) != 1:
             return None
-        position, default = _default(function.args, name.id)
+        return self._default_of(program, function, name.id, depth)
+
+    def _default_of(self, program: Program, function, name: str, depth: int) -> Stated | None:
+        cls, given = program.parents.get(function), None
+        if isinstance(cls, ast.ClassDef) and function.name == "__init__":
+            given = hydra.constructed(self.composed, self.programs, program, cls)
+            if given is not None and name in given:
+                return _from_config(self.composed, given[name])
+        position, default = _default(function.args, name)
         if default is None:
             return None
-        stated = self._default_value(program, default, depth, f"the parameter `{name.id}`")
+        stated = self._default_value(program, default, depth, f"the parameter `{name}`")
         if stated is None:
             return None
+        if isinstance(cls, ast.ClassDef) and given is not None:
+            return stated  # built by Hydra from a config that leaves it out: the default holds
         calls = self._calls(program, function)
-        if position is not None and isinstance(program.parents.get(function), ast.ClassDef):
+        if position is not None and isinstance(cls, ast.ClassDef):
             position -= 1  # Data(8) gives __init__(self, workers) its workers
-        if any(_passes(call, name.id, position) for call in calls):
+        if any(_passes(call, name, position) for call in calls):
             return None
         if stated.how is How.DEFAULT and not calls:
             return None  # called from elsewhere (a framework, another program): not known
@@ -207,6 +244,38 @@ class Statements:
                 return []  # a method: calls through instances are not followed
             called = cls.name
         return [c for p in self.programs for c in p.calls_by_attr.get(called, ())]
+
+
+def _hyperparameter(program: Program, expr: ast.Attribute) -> bool:
+    """`self.hparams.name` (Lightning keeps the constructor's arguments there)."""
+    inner = expr.value
+    return (
+        isinstance(inner, ast.Attribute)
+        and inner.attr == "hparams"
+        and isinstance(inner.value, ast.Name)
+        and inner.value.id == "self"
+    )
+
+
+def _saves_hyperparameters(init: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "save_hyperparameters"
+        for node in ast.walk(init)
+    )
+
+
+def _from_config(composed: hydra.Composed, setting: hydra.Setting) -> Stated | None:
+    """The value a config gives the constructor: a number written in a YAML file, where it
+    is followed to one; None where it is not (the command line's, an interpolation left open)."""
+    known = composed.value(setting.path)
+    if setting.file is None or known is None or len(known.through) != 1:
+        return None
+    if type(known.value) not in (int, float):
+        return None
+    where = f"`{setting.path}` ({setting.file.name})"
+    return Stated(How.DEFAULT, setting.file, setting.spot, known.value, where, setting.path)
 
 
 def _made_by(values: Values, receiver: ast.AST) -> str | None:

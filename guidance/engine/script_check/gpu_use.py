@@ -13,6 +13,7 @@ cannot tell where the work runs in another script.
 import re
 
 from guidance.engine import sources
+from guidance.engine.code_check.beside_script import configs_of
 from guidance.engine.code_check.gpu_spread import spread_over_gpus
 from guidance.engine.code_check.program import Program
 from guidance.engine.script_check.commands import Reading, Run
@@ -40,6 +41,8 @@ USES_SEVERAL = re.compile(
     r"|CUDA_VISIBLE_DEVICES=\S*,",
     re.IGNORECASE,
 )
+# A Hydra override of a nested key on a command line: `trainer.devices=1`, `++trainer.gpus=2`.
+HYDRA_OVERRIDE = re.compile(r"(?<=\s)\+{0,2}[A-Za-z_][\w-]*\.[\w.-]*=\S*")
 # A launcher told to start a single process per node.
 ONE_PROCESS = re.compile(
     r"--nproc[_-]per[_-]node[= ]1\b|--num[_-]processes[= ]1\b|--num[_-]gpus[= ]1\b"
@@ -67,6 +70,9 @@ def check_gpu_use(
     if gpus < 2:
         return False
     text = "\n".join((*script.commands, script.embedded))
+    if configs_of(program):
+        # Hydra's overrides (trainer.devices=1) are read with the program's configs, in _single.
+        text = HYDRA_OVERRIDE.sub("", text)
     asked = request.gpu_requests[-1]
     one = next((r for r in reading.runs if ONE_PROCESS.search(r.text)), None)
     if one is not None:

@@ -180,11 +180,16 @@ def check_program_data(
         place = place_of(normal_path(default.path), places)
         if place is None or place.local:
             continue
-        what = (
-            f"the default of its {default.options[-1]} option, which the command does not give"
-            if default.options
-            else "a folder it names itself"
-        )
+        option = default.options[-1] if default.options else ""
+        # A Hydra config's key (`data.data_dir`) is overridden as key=value, an option with
+        # its dashes as `--data path`.
+        hydra_key = bool(option) and not option.startswith("-")
+        if hydra_key:
+            what = f"its config's {option}, which the command does not override"
+        elif option:
+            what = f"the default of its {option} option, which the command does not give"
+        else:
+            what = "a folder it names itself"
         notes.append(
             Finding(
                 "training_from_network",
@@ -198,7 +203,13 @@ def check_program_data(
                 lines=(run.line,),
                 fix=f"Copy or unpack the data to {local.path or local.name} at the start of the "
                 "job and give the program that copy"
-                + (f" ({default.options[-1]} $SLURM_TMPDIR/...)." if default.options else "."),
+                + (
+                    f" ({option}=$SLURM_TMPDIR/...)."
+                    if hydra_key
+                    else f" ({option} $SLURM_TMPDIR/...)."
+                    if option
+                    else "."
+                ),
                 basis=Basis.PROGRAM,
             )
         )

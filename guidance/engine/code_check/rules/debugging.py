@@ -70,19 +70,22 @@ def check_data_parallel(
             apply(program, first, last, edits),
         )
     for site in project.frameworks.lightning:
-        if site.program is not program:
+        # A Trainer built from a YAML config is read once, with the entry file.
+        if site.program is not program and not (site.config and program is project.entry):
             continue
         strategy = frameworks.argument(values, site, "strategy")
         if strategy is not None and strategy.known and strategy.value in ("dp", "ddp2"):
             yield make(
                 "data_parallel",
                 Kind.CHANGE,
-                program,
+                getattr(strategy, "file", None) or program,
                 strategy.node,
                 f'strategy="{strategy.value}" runs the GPUs as DataParallel does, from one '
                 "process: the GPUs wait on it every step. DistributedDataParallel, one process "
                 "per GPU, scales much better.",
-                'Use strategy="ddp".',
+                "Use strategy: ddp in the Trainer's config."
+                if site.config
+                else 'Use strategy="ddp".',
                 frameworks.settings_fix(values, site, {"strategy": '"ddp"'}),
             )
 

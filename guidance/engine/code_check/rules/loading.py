@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 from functools import cached_property
 
+from guidance.engine.code_check.configs import is_config, replace_scalar
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.program import Program
@@ -179,7 +180,7 @@ def _stated(project: Project, program: Program, value: Value | None) -> Stated |
     if value is None or value.known or value.spread:
         return None
     if "statements" not in project.memo:
-        project.memo["statements"] = Statements(project.programs, project.values)
+        project.memo["statements"] = Statements(project.programs, project.values, project.hydra)
     statements: Statements = project.memo["statements"]  # type: ignore[assignment]
     expr = value.node.value if isinstance(value.node, ast.keyword) else value.node
     return statements.of(program, expr)
@@ -209,6 +210,21 @@ def _stated_findings(
             "string, and the DataLoader stops with a TypeError when it compares it with 0.",
             f"Make it a number: {name}={after}.",
             replace_values(program, {name: node}, {name: after}),
+        )
+    elif (
+        stated.how is How.DEFAULT and (_number(stated.value) or 0) <= 0 and is_config(program.name)
+    ):
+        yield make(
+            "dataloader_num_workers",
+            Kind.CHANGE,
+            program,
+            node,
+            f"`{loader}` takes {name} from {stated.where}, which is {stated.value}: Hydra "
+            "builds it with that value, so unless the run overrides it every batch is loaded "
+            "in the training process itself, and the GPU waits while the CPU prepares the next.",
+            f"Make it {project.cpus} there (one worker per CPU the job has per GPU), or give "
+            f"the job's own count on the command line: {stated.key}=$SLURM_CPUS_PER_TASK.",
+            replace_scalar(program, node, str(project.cpus)),
         )
     elif stated.how is How.DEFAULT and (_number(stated.value) or 0) <= 0:
         written = program.segment(node)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from guidance.engine.code_check import frameworks, places
+from guidance.engine.code_check.configs import as_yaml
 from guidance.engine.code_check.context import Project, make
 from guidance.engine.code_check.findings import CodeFinding, Kind
 from guidance.engine.code_check.frameworks import Site
@@ -222,7 +223,22 @@ def _assigned(project: Project, qualname: str) -> list[tuple[Program, ast.Assign
 
 
 def _argument(project: Project, site: Site, name: str, position: int | None = None) -> Value | None:
-    return frameworks.argument(project.values[site.program.name], site, name, position)
+    values = project.values.get(site.program.name)  # none for a config's framework
+    return frameworks.argument(values, site, name, position)  # type: ignore[arg-type]
+
+
+def _file(site: Site, given: Value | None) -> Program:
+    """The file a finding about the framework's argument names: where the argument is
+    written (a YAML file for a config's key), else the framework's own."""
+    return getattr(given, "file", None) or site.program
+
+
+def _pass(site: Site, name: str, value: object) -> str:
+    """ "Pass precision="bf16-mixed"", or for a config "Set `precision: bf16-mixed` in
+    trainer.yaml"."""
+    if site.config is not None:
+        return f"Set `{name}: {as_yaml(value)}` in the Trainer's config"
+    return f"Pass {name}={value!r}".replace("'", '"')
 
 
 def _node(value: Value) -> ast.AST:
@@ -236,7 +252,8 @@ def _is_true(value: Value | None) -> bool:
 def _framework_fix(
     project: Project, site: Site, changes: dict[str, str], given: Value | None
 ) -> Snippet:
-    snippet = frameworks.settings_fix(project.values[site.program.name], site, changes)
+    values = project.values.get(site.program.name)  # none for a config's framework
+    snippet = frameworks.settings_fix(values, site, changes)  # type: ignore[arg-type]
     return snippet.without_after() if given is not None and given.spread else snippet
 
 
@@ -286,11 +303,11 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
         if given is not None and not given.known:
             yield _question(
                 rule,
-                site.program,
+                _file(site, given),
                 _node(given),
                 f"cuDNN's benchmark mode comes from `{given.text}`: make sure it is True unless "
                 "you need bit-for-bit reproducible runs.",
-                "Pass benchmark=True on the cluster.",
+                f"{_pass(site, 'benchmark', True)} on the cluster.",
             )
             return
         if lightning_deterministic or reproducible:
@@ -300,12 +317,12 @@ def check_cudnn_benchmark(project: Project) -> Iterator[CodeFinding]:
             yield make(
                 rule,
                 Kind.CHANGE,
-                site.program,
+                _file(site, given),
                 site.call if given is None else _node(given),
-                f"`{short_call(site.program, site.call)}` leaves cuDNN's benchmark mode off: "
+                f"{frameworks.describe(site)} leaves cuDNN's benchmark mode off: "
                 "every convolution runs with a default algorithm instead of the fastest one "
                 "for its shapes on this GPU.",
-                "Pass benchmark=True to the Trainer.",
+                f"{_pass(site, 'benchmark', True)}{'' if site.config else ' to the Trainer'}.",
                 _framework_fix(project, site, {"benchmark": "True"}, given),
             )
             return
@@ -688,22 +705,28 @@ def _lightning_precision(project: Project, site: Site) -> Iterator[CodeFinding]:
     if given is not None and not given.known:
         yield _question(
             "mixed_precision",
-            site.program,
+            _file(site, given),
             _node(given),
             f"The Trainer's precision comes from `{given.text}`: make sure it is "
             '"bf16-mixed" (or "16-mixed") on the cluster.',
-            'Pass precision="bf16-mixed".',
+            f"{_pass(site, 'precision', 'bf16-mixed')}.",
         )
         return
-    now = "uses the default, 32-bit precision" if given is None else f"sets precision={given.text}"
+    if given is None:
+        now = "uses the default, 32-bit precision"
+    elif site.config:
+        now = f"sets `precision: {given.text}`"
+    else:
+        now = f"sets precision={given.text}"
+    other = "16-mixed" if site.config else '"16-mixed"'
     yield make(
         "mixed_precision",
         Kind.CHANGE,
-        site.program,
+        _file(site, given),
         site.call if given is None else _node(given),
-        f"`{short_call(site.program, site.call)}` {now}: with mixed precision the tensor cores "
+        f"{frameworks.describe(site)} {now}: with mixed precision the tensor cores "
         "do far more per cycle and activations take half the memory.",
-        'Pass precision="bf16-mixed" (or "16-mixed" on GPUs without bfloat16).',
+        f"{_pass(site, 'precision', 'bf16-mixed')} (or {other} on GPUs without bfloat16).",
         _framework_fix(project, site, {"precision": '"bf16-mixed"'}, given),
     )
 
