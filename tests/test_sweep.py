@@ -6,7 +6,7 @@ import re
 import shlex
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from guidance.engine.sweep import (
@@ -117,6 +117,7 @@ def test_lines_it_cannot_read_are_refused_by_their_line(text, words):
 
 
 @given(st.integers(1, MAX_RUNS), st.integers(1, 3 * 24 * 60), st.integers(1, 8), st.integers(0, 20))
+@example(runs=5, minutes=1, gpus=1, at_once=0)  # 4 jobs of 2 would leave one empty
 def test_the_plan_runs_every_run_once_within_its_jobs(runs, minutes, gpus, at_once):
     sweep = from_grid({"i": [str(i) for i in range(runs)]}, "x")
     made = plan(sweep, minutes, gpus, at_once)

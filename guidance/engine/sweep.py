@@ -228,8 +228,8 @@ def plan(sweep: Sweep, minutes_per_run: int, gpus_per_run: int, at_once: int = 0
             "run again alone.",
             sources.SIMILAR_JOBS,
         )
-    jobs = min(GROUPS, runs, at_once or GROUPS)
-    per_job = math.ceil(runs / jobs)
+    per_job = math.ceil(runs / min(GROUPS, runs, at_once or GROUPS))
+    jobs = math.ceil(runs / per_job)  # 5 runs, 2 each: 3 jobs, not an empty fourth
     return Plan(
         Grouping.GROUPED,
         jobs,
