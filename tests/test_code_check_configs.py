@@ -14,11 +14,15 @@ from guidance.engine.code_check import MAX_FILE_BYTES, check_code
 from guidance.engine.code_check.beside_script import readable
 from guidance.engine.code_check.configs import NotYaml, as_yaml, read_config
 from guidance.engine.code_check.data_defaults import data_defaults
-from guidance.engine.code_check.gpu_spread import spread_over_gpus
+from guidance.engine.code_check.gpu_spread import spread_over_gpus, unsettled
 from guidance.engine.code_check.hydra import compose
 from guidance.engine.code_check.program import parse_program
+from guidance.engine.script_check import check_script
+from guidance.engine.script_check.findings import Basis, Severity
+from tests.engine_helpers import cluster
 
 DGX = Cluster(slug="dgx", name="DGX cluster", policy=Policy(cpus_per_gpu=16))
+NARVAL = cluster("narval")
 
 TRAIN = """\
 import hydra
@@ -334,6 +338,23 @@ def test_a_yaml_trainer_over_several_devices_spreads_unless_the_command_says_one
     assert spread_over_gpus(beside, ("python", "train.py", "trainer.devices=1")) is None
     one = readable(project(**{"configs/trainer/gpu.yaml": TRAINER.replace("4", "1")}))
     assert spread_over_gpus(one) is None
+
+
+def test_a_hydra_program_without_its_configs_is_a_question_never_one_gpu():
+    # The Trainer is built from YAML that was not given: the files cannot say it uses one GPU.
+    script = "#!/bin/bash\n#SBATCH --gres=gpu:4\n#SBATCH --time=1:00:00\npython train.py\n"
+    for program in ({"train.py": TRAIN}, project()):
+        assert (unsettled(readable(program)) == "") == (program != {"train.py": TRAIN})
+    (alone,) = [
+        n
+        for n in check_script(script, NARVAL, program={"train.py": TRAIN}).notes
+        if n.code == "multi_gpu_without_launcher"
+    ]
+    assert (alone.basis, alone.severity) == (Basis.QUESTION, Severity.ADVICE)
+    assert "YAML configs that were not given" in alone.message and not alone.edits
+    assert "Give its YAML configs beside it too" in alone.fix
+    with_configs = check_script(script, NARVAL, program=project())
+    assert "multi_gpu_without_launcher" not in [n.code for n in with_configs.notes]
 
 
 def test_a_data_folder_in_the_config_is_a_default_the_command_can_override():

@@ -57,6 +57,19 @@ def spread_over_gpus(programs: tuple[Program, ...], words: tuple[str, ...] = ())
     return found or _in_clis(programs, words) or _in_configs(programs, words)
 
 
+def unsettled(programs: tuple[Program, ...], words: tuple[str, ...] = ()) -> str:
+    """Why the files given cannot say how many GPUs the program uses, in words; "" where they
+    can. A program that builds its parts with Hydra from YAML configs not given may build a
+    Trainer over every GPU: the files that would say so are missing."""
+    builds = any(program.calls_named(*hydra.INSTANTIATE) for program in programs)
+    if builds and hydra.compose(programs, configs_of(programs), tuple(words)) is None:
+        return (
+            "the program builds its parts with Hydra's instantiate from YAML configs that "
+            "were not given"
+        )
+    return ""
+
+
 def _in_configs(programs: tuple[Program, ...], words: tuple[str, ...]) -> Spread | None:
     """A Lightning Trainer that Hydra builds from the configs, over several devices."""
     composed = hydra.compose(programs, configs_of(programs), tuple(words))

@@ -14,7 +14,7 @@ import re
 
 from guidance.engine import sources
 from guidance.engine.code_check.beside_script import configs_of
-from guidance.engine.code_check.gpu_spread import spread_over_gpus
+from guidance.engine.code_check.gpu_spread import spread_over_gpus, unsettled
 from guidance.engine.code_check.program import Program
 from guidance.engine.script_check.commands import Reading, Run
 from guidance.engine.script_check.findings import (
@@ -125,6 +125,9 @@ def _single(
     if program:
         if spread_over_gpus(program, run.words) is not None:
             return False
+        if why := unsettled(program, run.words):
+            notes.append(_may_use_one(request, run, why))
+            return False
         notes.append(_one_gpu(script, request, run, how, Basis.PROGRAM))
         return request.nodes == 1
     if any(INLINE.match(word) for word in run.words[1:4]):
@@ -134,20 +137,23 @@ def _single(
     return False
 
 
-def _may_use_one(request: Request, run: Run) -> Finding:
+def _may_use_one(request: Request, run: Run, unsettled_by: str = "") -> Finding:
+    """`unsettled_by`: why the program given does not settle it (its configs are missing)."""
     asked = request.gpu_requests[-1]
     gpus = request.gpus_per_node * request.nodes
+    given = f" The files given cannot say: {unsettled_by}." if unsettled_by else ""
     return Finding(
         "multi_gpu_without_launcher",
         f"{asked} asks for {gpus} GPUs, and \u201c{run.text[:100]}\u201d starts one process. "
         f"Does the program use all {gpus} GPUs itself (a Hugging Face Trainer, "
         'device_map="auto", DataParallel, a tuner running trials side by side)? If not, the '
-        f"other {gpus - 1} sit idle: PyTorch and TensorFlow use one GPU by default.",
+        f"other {gpus - 1} sit idle: PyTorch and TensorFlow use one GPU by default.{given}",
         sources.SBATCH_ELEMENTS,
         "gpus",
         severity=Severity.ADVICE,
         lines=(asked.line, run.line),
-        fix="Give the program beside the script to settle it. If it uses one GPU, ask for one; "
+        fix=("Give its YAML configs beside it too" if unsettled_by else "Give the program beside")
+        + " the script to settle it. If it uses one GPU, ask for one; "
         f"to use all, start one process per GPU (torchrun --nproc_per_node={gpus}, or srun "
         f"with --ntasks-per-node={gpus}).",
         basis=Basis.QUESTION,
