@@ -92,7 +92,7 @@ def test_the_check_page_has_the_training_program_form(user_client, seeded):
     form = re.search(r'<section id="training-program".*', page, re.S).group(0)
     assert f'action="{URL}#training-program"' in form
     assert 'enctype="multipart/form-data"' in form
-    assert '<option value="cedar" selected>' in form
+    assert '<option value="" selected>The script\'s cluster</option>' in form
     assert 'name="code-file_name" value="train.py"' in form
     assert re.search(r'<input type="file" name="code-uploads"[^>]* multiple', form)
     assert 'name="code-program"' in form and 'name="code-entry"' in form
@@ -283,6 +283,24 @@ def test_both_boxes_are_one_form_with_a_button_each(user_client, seeded):
         assert re.search(rf'name="{name}"[^>]* form="check-form"', program), name
     button = '<button type="submit" form="check-form" formaction="' + URL + '#training-program"'
     assert button in program
+
+
+def test_the_program_is_checked_on_the_scripts_cluster_unless_another_is_chosen(
+    user_client, seeded
+):
+    page = _page(user_client.get("/jobs/check/?cluster=narval"))
+    program = re.search(r'<section id="training-program".*', page, re.S).group(0)
+    assert '<option value="" selected>The script\'s cluster</option>' in program
+    # The script's box says Narval, the program's box its first choice: Narval it is.
+    data = {"cluster": "narval", "script": SCRIPT, "code-cluster": "", "code-program": CLEAN}
+    page = _page(user_client.post(URL, data))
+    assert re.search(r'id="code-result-title">1 file on Narval<', page), page[-3000:]
+    page = _page(user_client.post(URL, data | {"code-cluster": "cedar"}))
+    assert re.search(r'id="code-result-title">1 file on Cedar<', page)
+    # Checking the script keeps "the script's cluster" chosen for the program.
+    page = _page(user_client.post("/jobs/check/", data))
+    program = re.search(r'<section id="training-program".*', page, re.S).group(0)
+    assert '<option value="" selected>' in program
 
 
 def test_checking_the_program_keeps_the_script_typed_beside_it(user_client, seeded):

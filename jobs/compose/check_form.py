@@ -15,11 +15,12 @@ from guidance.forms import SlugChoiceField
 SCRIPT_SUFFIXES = ".sh,.sbatch,.slurm,.job,.bash,.txt,text/plain,text/x-shellscript"
 
 
-def cluster_field(required: str) -> SlugChoiceField:
-    """The cluster to check against, as the page's forms choose it (by slug, in links too)."""
+def cluster_field(required: str, empty_label: str | None = None) -> SlugChoiceField:
+    """The cluster to check against, as the page's forms choose it (by slug, in links too).
+    `empty_label`: a first choice that stands for another form's cluster."""
     return SlugChoiceField(
         queryset=models.Cluster.objects.with_facts(),
-        empty_label=None,
+        empty_label=empty_label,
         error_messages={
             "required": required,
             "invalid_choice": "There is no cluster “%(value)s”: choose one from the list.",

@@ -6,7 +6,7 @@ import json
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -41,11 +41,16 @@ def _program(request: HttpRequest) -> dict[str, str] | None:
     """The training program's files, where its boxes beside the script hold one that reads: the
     script check then reads from it what hangs on the program. Its own errors wait for its own
     button."""
-    sent = request.POST.copy()
-    # Without a cluster of its own (a form that sent only the script), the script's.
-    sent[f"{PREFIX}-cluster"] = sent.get(f"{PREFIX}-cluster") or sent.get("cluster", "")
-    form = CodeCheckForm(sent, request.FILES)
+    form = CodeCheckForm(with_script_cluster(request), request.FILES)
     return form.cleaned_data["files"] if form.is_valid() else None
+
+
+def with_script_cluster(request: HttpRequest) -> QueryDict:
+    """What the page sent, the program's cluster the script's where it chose none ("The
+    script's cluster", or a form that sent only the script)."""
+    sent = request.POST.copy()
+    sent[f"{PREFIX}-cluster"] = sent.get(f"{PREFIX}-cluster") or sent.get("cluster", "")
+    return sent
 
 
 @checks_nul_per_field
@@ -53,7 +58,7 @@ def _program(request: HttpRequest) -> dict[str, str] | None:
 @require_POST
 def check_code(request: HttpRequest) -> HttpResponse:
     """The training program's check, on the same page, the script's box as it was sent."""
-    form = CodeCheckForm(request.POST, request.FILES)
+    form = CodeCheckForm(with_script_cluster(request), request.FILES)
     script = {"cluster": request.POST.get("cluster"), "script": request.POST.get("script", "")}
     context = {"form": ScriptCheckForm(initial=script), "code_form": form}
     if form.is_valid() and (checked := form.checked) is not None:
@@ -65,10 +70,8 @@ def _code_form(request: HttpRequest) -> dict:
     """The training program's form, unchecked: as it was sent beside the script (the files
     chosen for upload excepted, which no page can choose again), else for the page's cluster."""
     if request.method == "GET":
-        return {"code_form": CodeCheckForm(initial={"cluster": request.GET.get("cluster")})}
+        return {"code_form": CodeCheckForm()}  # on the script's cluster, whichever it is
     sent = {name: request.POST.get(f"{PREFIX}-{name}") for name in CodeCheckForm.TYPED}
-    # Without a cluster of its own (a form that sent only the script), the script's.
-    sent["cluster"] = sent["cluster"] or request.POST.get("cluster")
     initial = {name: value for name, value in sent.items() if value is not None}
     return {"code_form": CodeCheckForm(initial=initial)}
 

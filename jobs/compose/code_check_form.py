@@ -13,6 +13,7 @@ from jobs.compose import program_files
 from jobs.compose.check_form import cluster_field
 
 PREFIX = "code"
+SCRIPTS_CLUSTER = "The script's cluster"
 # The Check page's one form, which the script's fields are in: the program's fields and button
 # name it (HTML's form attribute), so that either button sends both boxes (check.html).
 PAGE_FORM = "check-form"
@@ -43,7 +44,11 @@ class ProgramFilesField(forms.FileField):
 
 
 class CodeCheckForm(forms.Form):
-    cluster = cluster_field("Choose the cluster the program runs on.")
+    # No `required` in the page: "The script's cluster" (empty) is a choice, filled in before
+    # the form is checked; the form itself still requires a cluster.
+    use_required_attribute = False
+    # Empty: the script's, chosen beside it on the same page (check_views.with_script_cluster).
+    cluster = cluster_field("Choose the cluster the program runs on.", SCRIPTS_CLUSTER)
     file_name = forms.CharField(
         label="File name",
         initial=program_files.DEFAULT_NAME,
