@@ -420,6 +420,18 @@ def test_the_program_beside_the_script_settles_it_and_the_download_follows(user_
     )
 
 
+def test_a_program_not_named_as_the_script_runs_it_is_said_to_be_read_all_the_same(
+    user_client, seeded
+):
+    page = _page(_with_program(user_client, ONE_GPU))  # t.py, beside `python .../train.py`
+    assert "The script runs train.py, and no file below has that name" in re.sub(
+        r"<[^>]+>", "", page
+    )
+    named = {"cluster": "narval", "script": FOUR_GPUS, "code-program": ONE_GPU}
+    page = _page(user_client.post(URL, named | {"code-file_name": "train.py"}))
+    assert "data-program-read" in page and "data-program-other" not in page
+
+
 def test_configs_uploaded_beside_the_script_say_the_program_uses_the_four_gpus(user_client, seeded):
     from django.core.files.uploadedfile import SimpleUploadedFile
 

@@ -3,6 +3,7 @@ script to download or to check again, and a link that opens the script in the co
 it, the training program: pasted or uploaded, its findings against its numbered lines."""
 
 import json
+import posixpath
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -12,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from guidance.engine import Scheduler
+from guidance.engine.code_check.entry import program_entry
 from guidance.engine.script_check import ACCOUNT_PLACEHOLDER
 from guidance.nul import checks_nul_per_field
 from jobs.compose import from_script, program_files
@@ -108,6 +110,18 @@ def _program_sent(request: HttpRequest) -> dict[str, str] | None:
     return files if files and not program_files.problems(files) else None
 
 
+def _other_program(text: str, program: dict[str, str] | None) -> str:
+    """The program the script runs, where none of the files given is it (`python train.py`
+    beside a pasted t.py): they are read as its program all the same, and the page says so."""
+    entry = program_entry(text)
+    if not program or entry is None:
+        return ""
+    wanted = posixpath.basename(entry.name)
+    if any(posixpath.basename(name) == wanted for name in program):
+        return ""
+    return entry.name
+
+
 def _checked(form: ScriptCheckForm, program: dict[str, str] | None = None) -> dict:
     """The page's context: the form, and once it is valid, what the check found."""
     if not form.is_valid():
@@ -119,6 +133,7 @@ def _checked(form: ScriptCheckForm, program: dict[str, str] | None = None) -> di
         "result": result,
         "checked_text": text,
         "program_read": program,
+        "program_other": _other_program(text, program),
         "program_json": json.dumps(program) if program else "",
     }
     if form.facts.scheduler != Scheduler.SLURM:
