@@ -134,5 +134,7 @@ def test_the_composer_hint_follows_the_workload(page):
     hint.wait_for()
     hint.click()
     page.wait_for_url("**/jobs/check/?cluster=narval#training-program")
-    assert page.input_value("select[name=code-cluster]") == "narval"
+    # The program goes with the script's cluster, which the link chose.
+    assert page.input_value("select[name=cluster]") == "narval"
+    assert page.input_value("select[name=code-cluster]") == ""
     assert _in_view(page, page.locator("#training-program-title"))
