@@ -48,6 +48,11 @@ def test_a_waiting_job_moves_to_an_idle_gpu_type_and_leaves_one_job(
     user_client, user, devcluster, seeded, fillers
 ):
     call_command("register_devcluster", user.username, stdout=io.StringIO())
+    # The job's data, which its script checks first: without it, the job that replaces the
+    # waiting one would stop at once (exit 66), and whether it is still listed when looked for
+    # would hang on timing.
+    made = devcluster.ssh("mkdir -p ~/data && echo sample > ~/data/sample.txt")
+    assert made.returncode == 0, made.stderr
     form = LOCAL | {"hours": "0.2", "job_name": "sooner", "command": "sleep 20"}
     form |= {"submit": "1", "submission_key": _key(user_client, "/jobs/new/")}
     assert user_client.post("/jobs/new/", form).status_code == 302
