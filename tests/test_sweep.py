@@ -16,7 +16,9 @@ from guidance.engine.sweep import (
     SweepError,
     from_grid,
     from_lines,
+    groups,
     plan,
+    repeats,
 )
 
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
@@ -85,6 +87,8 @@ def test_folders_say_the_run_and_its_values():
         ({"1lr": ["1"]}, "x", "sweep", "not a parameter name"),
         ({"DATA_PATH": ["1"]}, "x", "sweep", "the job's own variable"),
         ({"SLURM_NTASKS": ["1"]}, "x", "sweep", "the job's own variable"),
+        ({"status": ["1"]}, "x", "sweep", "the job's own variable"),
+        ({"HOME": ["1"]}, "x", "sweep", "the job's own variable"),
         ({"lr": ["1"]}, "train --seed {seed}", "command", "{seed}, which is not a parameter"),
         (
             {"a": [str(i) for i in range(40)], "b": [str(i) for i in range(30)]},
@@ -126,6 +130,29 @@ def test_the_plan_runs_every_run_once_within_its_jobs(runs, minutes, gpus, at_on
     assert made.gpu_hours == round(runs * minutes * gpus / 60, 2)
     short = minutes < SHORT_RUN_MINUTES and runs > 1
     assert made.grouping == (Grouping.GROUPED if short else Grouping.ARRAY)
-    if made.grouping == Grouping.GROUPED and at_once:
-        assert made.jobs <= at_once
+    if made.grouping == Grouping.GROUPED:  # as few jobs as the longest allowed holds
+        assert made.minutes_per_job <= max(24 * 60, minutes)
+        assert made.jobs == math.ceil(runs / max(1, min(runs, 24 * 60 // minutes)))
     assert made.source.section == "Running many similar jobs"
+    assert sum(len(g) for g in groups(range(1, runs + 1), made.runs_per_job)) == runs
+
+
+def test_short_runs_go_in_one_job_where_they_fit_and_runs_on_nodes_never_group():
+    sweep = from_grid({"lr": [str(i) for i in range(12)]}, "x")
+    one = plan(sweep, 10, 1)
+    assert (one.grouping, one.jobs, one.runs_per_job, one.minutes_per_job) == (
+        Grouping.GROUPED, 1, 12, 120,
+    )
+    assert "one job running 12 of them" in one.reason
+    split = plan(sweep, 10, 1, max_minutes=50)  # 5 runs fit: 3 jobs of 4, not 5, 5 and 2
+    assert (split.jobs, split.runs_per_job) == (3, 4)
+    assert plan(sweep, 10, 2, one_node=False).grouping == Grouping.ARRAY
+    assert "%3" in plan(from_grid({"a": list("abcdef")}, "x"), 60, 1, at_once=3).reason
+
+
+def test_repeats_are_runs_of_their_own():
+    sweep = repeats(3, "python train.py --seed $RUN_NUMBER")
+    assert [run.folder for run in sweep.runs] == ["run-001", "run-002", "run-003"]
+    assert sweep.command_for(sweep.runs[0]) == "python train.py --seed $RUN_NUMBER"
+    with pytest.raises(SweepError, match="1,001 runs"):
+        repeats(MAX_RUNS + 1, "x")

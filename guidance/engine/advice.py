@@ -26,7 +26,9 @@ def advise(
             "not after the queue.",
             sources.INTERACTIVE_FIRST,
         )
-    if spec.similar_runs > 1 and chain:
+    if spec.sweep is not None:
+        pass  # the sweep's plan says how its runs are grouped (recommend._sweep)
+    elif spec.similar_runs > 1 and chain:
         # The chain's --array=1-N%1 is the array: one script is one run.
         notes.warn(
             "similar_runs_with_chain",

@@ -1,5 +1,9 @@
 """The engine's front door: a job description and a cluster in, a recommendation out."""
 
+import math
+from dataclasses import replace
+
+from guidance.engine import sources
 from guidance.engine.advice import advise
 from guidance.engine.launch import plan_launch
 from guidance.engine.notes import Notes
@@ -7,6 +11,8 @@ from guidance.engine.overrides import apply_overrides
 from guidance.engine.placement import choose_partition, gpus_per_node
 from guidance.engine.resources import base_memory_mb, plan_chain, size_resources
 from guidance.engine.storage import plan_storage
+from guidance.engine.sweep import Grouping
+from guidance.engine.sweep import plan as plan_sweep
 from guidance.engine.types import Cluster, JobSpec, Recommendation, Scheduler
 from guidance.engine.validation import validate
 
@@ -23,6 +29,10 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
         return _result(spec, cluster, notes, guidance_only=guidance_only)
 
     partition = choice.partition
+    sweep = _sweep(spec, cluster, partition, notes)
+    if sweep and sweep.grouping == Grouping.GROUPED:
+        # Each grouped job runs its share of the runs one after another: that is its length.
+        spec = replace(spec, hours=sweep.minutes_per_job / 60)
     storage = plan_storage(
         spec,
         cluster,
@@ -31,6 +41,15 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
         notes=notes,
     )
     chain = plan_chain(spec, cluster, partition, notes)
+    if chain and sweep:
+        notes.error(
+            "sweep_of_chains",
+            f"Each run takes {spec.hours:g} h, longer than one job, so it would be a chain of "
+            f"{chain.jobs} jobs; the portal does not yet chain the runs of a sweep. Make each "
+            f"run fit in {chain.hours_per_job:g} h, or compose each run as a chain of its own.",
+            sources.SIMILAR_JOBS,
+            "hours",
+        )
     launch = plan_launch(spec, notes)
     resources = size_resources(spec, cluster, partition, storage, chain, launch)
     resources = apply_overrides(spec, cluster, partition, resources, chain, notes)
@@ -47,7 +66,28 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
         resources=resources,
         chain=chain,
         launch=launch,
+        sweep=sweep,
     )
+
+
+def _sweep(spec: JobSpec, cluster: Cluster, partition, notes: Notes):
+    """How the sweep's runs go into jobs: an array task each, or groups run in turn."""
+    if spec.sweep is None or len(spec.sweep.runs) < 2:
+        return None
+    minutes = max(1, math.ceil(spec.hours * 60))
+    longest = min(partition.max_hours, cluster.policy.checkpoint_chunk_hours) * 60
+    if spec.overrides.minutes:  # a time limit set by hand is each job's
+        longest = min(longest, spec.overrides.minutes)
+    plan = plan_sweep(
+        spec.sweep,
+        minutes,
+        spec.gpu_count,
+        at_once=spec.runs_at_once,
+        max_minutes=max(minutes, int(longest)),
+        one_node=spec.nodes == 1,
+    )
+    notes.tip("sweep_plan", plan.reason, plan.source, "sweep_grid")
+    return plan
 
 
 def _result(spec: JobSpec, cluster: Cluster, notes: Notes, **parts) -> Recommendation:

@@ -41,6 +41,12 @@ RESERVED = frozenset(
     {"DATA_PATH", "DATA_SOURCE", "STAGE_DIR", "RESULTS_DIR", "RESULTS_DEST", "CHECKPOINT_DIR"}
     | {"LAST_CHECKPOINT", "WORK_DIR", "JOB_COMMAND", "RUN_NAME", "RUN_NUMBER", "PATH", "IFS"}
     | {"MASTER_ADDR", "MASTER_PORT", "NNODES", "GPUS_PER_NODE", "WORLD_SIZE", "NODE_RANK"}
+    | {"SWEEP_DEST", "SWEEP_RUNS", "SWEEP_CHECKPOINTS", "ENV_DIR", "VENV", "REQUIREMENTS"}
+    # The script's own shell variables, which a parameter of that name would overwrite.
+    | {"status", "program", "usr1_pending", "other_nodes", "run", "rank", "run_started"}
+    | {"run_open", "run_status", "group", "runs", "line", "code", "job"}
+    # What the shell and every program rely on.
+    | {"SHELL", "PWD", "OLDPWD", "TMPDIR", "LANG", "TERM", "HOSTNAME", "LD_LIBRARY_PATH"}
     | ALWAYS_SET
     | SLURM_JOB_VARIABLES
 )
@@ -95,6 +101,35 @@ def from_grid(grid: Mapping[str, Sequence[str]], command: str) -> Sweep:
         raise SweepError(_too_many(count))
     combinations = product(*(grid[name] for name in names))
     return _sweep(names, [tuple(zip(names, c, strict=True)) for c in combinations], command)
+
+
+def grid_from_text(text: str) -> dict[str, list[str]]:
+    """One parameter per line, `name = values` (or `name: values`), the values as shell words
+    separated by spaces or commas: `lr = 0.1, 0.01` and `model: resnet50 'vit b'`."""
+    grid: dict[str, list[str]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        found = re.match(r"\s*([^=:\s]+)\s*[=:](.*)", line)
+        if not found:
+            raise SweepError(f"Line {number}: write the parameter's name, =, then its values.")
+        name, rest = found.groups()
+        if name in grid:
+            raise SweepError(f"{name} is given twice.")
+        try:
+            words = shlex.split(rest)
+        except ValueError as error:
+            raise SweepError(f"Line {number}: {error} (a quote is not closed).") from error
+        grid[name] = [w for word in words for w in [word.removesuffix(",")] if w]
+    return grid
+
+
+def repeats(count: int, command: str) -> Sweep:
+    """`count` runs of the same command, each with its own number and folders (run-001, ...):
+    the command tells them apart by $RUN_NUMBER, if it needs to."""
+    if count > MAX_RUNS:
+        raise SweepError(_too_many(count), "similar_runs")
+    return _sweep((), [()] * count, command)
 
 
 def from_lines(text: str, command: str) -> Sweep:
@@ -170,7 +205,7 @@ def _check_names(names: tuple[str, ...]) -> None:
                 f"{name!r} is not a parameter name: use letters, digits and _, not starting "
                 "with a digit (it is exported to the run as a variable of that name)."
             )
-        if name in RESERVED or name.startswith("SLURM_"):
+        if name in RESERVED or name.startswith(("SLURM_", "BASH")):
             raise SweepError(f"{name} is the job's own variable: give the parameter another name.")
         if name in seen:
             raise SweepError(f"{name} is given twice.")
@@ -211,12 +246,21 @@ class Plan:
     source: Source
 
 
-def plan(sweep: Sweep, minutes_per_run: int, gpus_per_run: int, at_once: int = 0) -> Plan:
-    """`at_once`: the most runs the user (or the site) lets run at the same time, 0 for no cap."""
+def plan(
+    sweep: Sweep,
+    minutes_per_run: int,
+    gpus_per_run: int,
+    at_once: int = 0,
+    max_minutes: int = 24 * 60,
+    one_node: bool = True,
+) -> Plan:
+    """`at_once`: the most jobs the user (or the site) lets run at the same time, 0 for no cap.
+    `max_minutes`: the longest a grouped job may run (the partition's limit, or less).
+    A run on several nodes is never grouped: its own array task starts it on its nodes."""
     runs = len(sweep.runs)
     gpu_hours = round(runs * minutes_per_run * gpus_per_run / 60, 2)
-    if minutes_per_run >= SHORT_RUN_MINUTES or runs == 1:
-        cap = f" at most {at_once} at a time (%{at_once})" if at_once else ""
+    cap = f", at most {at_once} at a time (%{at_once})" if at_once else ""
+    if minutes_per_run >= SHORT_RUN_MINUTES or runs == 1 or not one_node:
         return Plan(
             Grouping.ARRAY,
             runs,
@@ -228,17 +272,25 @@ def plan(sweep: Sweep, minutes_per_run: int, gpus_per_run: int, at_once: int = 0
             "run again alone.",
             sources.SIMILAR_JOBS,
         )
-    per_job = math.ceil(runs / min(GROUPS, runs, at_once or GROUPS))
-    jobs = math.ceil(runs / per_job)  # 5 runs, 2 each: 3 jobs, not an empty fourth
+    # As few jobs as the time limit allows: one, where all the runs fit in it.
+    per_job = max(1, min(runs, max_minutes // minutes_per_run))
+    jobs = math.ceil(runs / per_job)
+    per_job = math.ceil(runs / jobs)  # 5 runs in 2 jobs: 3 and 2, not 4 and 1
+    what = "one job" if jobs == 1 else f"{jobs} jobs (an array{cap})"
     return Plan(
         Grouping.GROUPED,
         jobs,
         per_job,
         per_job * minutes_per_run,
         gpu_hours,
-        f"{runs} runs of {minutes_per_run} min each are short: {jobs} job"
-        f"{'s' if jobs > 1 else ''}, each running {per_job} of them one after another on its "
-        f"GPUs, spend the queue's wait and the job's start once per job, not once per run "
-        f"(under {SHORT_RUN_MINUTES} min a run would wait and start longer than it works).",
+        f"{runs} runs of {minutes_per_run} min each are short: {what} running "
+        f"{per_job} of them one after another on the same GPUs spends the queue's wait, the "
+        "data's staging and the environment's start once, not once per run (under "
+        f"{SHORT_RUN_MINUTES} min a run would wait and start longer than it works).",
         sources.SIMILAR_JOBS,
     )
+
+
+def groups(runs: Sequence[int], per_job: int) -> list[list[int]]:
+    """The runs each grouped job runs, in order: the first `per_job`, then the next ..."""
+    return [list(runs[i : i + per_job]) for i in range(0, len(runs), per_job)]

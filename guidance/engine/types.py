@@ -9,6 +9,8 @@ from enum import StrEnum
 from guidance.engine.archives import suffixes_in_words
 from guidance.engine.slurm_time import format_time
 from guidance.engine.sources import Source
+from guidance.engine.sweep import Plan as SweepPlan
+from guidance.engine.sweep import Sweep
 
 
 class Workload(StrEnum):
@@ -320,6 +322,10 @@ class JobSpec:
     nodes: int = 1
     expects_full_utilization: bool = False
     similar_runs: int = 1
+    # Its runs, each with its own parameters and folders; None: one run (or similar_runs
+    # repeats, which the composer makes a sweep of their own).
+    sweep: Sweep | None = None
+    runs_at_once: int = 0  # the most of a sweep's jobs that may run at once; 0: no cap
     # The job builds a virtualenv on the node (from a requirements file): it keeps a folder there.
     builds_environment: bool = False
     command: str = ""  # as the user wrote it: it tells how the program starts (launch.py)
@@ -464,6 +470,7 @@ class Recommendation:
     resources: Resources | None = None
     chain: ChainPlan | None = None
     launch: LaunchPlan | None = None
+    sweep: SweepPlan | None = None  # how a sweep's runs are grouped into jobs
     # The cluster takes no Slurm scripts (e.g. Run:ai): the advice stands, no script is made.
     guidance_only: bool = False
 

@@ -7,7 +7,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 
 from guidance.citations import cite, known_documents
-from guidance.engine import DataKind, JobSpec, Launch, Overrides
+from guidance.engine import DataKind, JobSpec, Launch, Overrides, sweep
 from guidance.engine.notes import describe_hours
 from guidance.engine.shell import (
     ALWAYS_SET,
@@ -139,6 +139,29 @@ class ComposeForm(AdviceForm):
         help_text="On several GPUs or nodes: whether the script starts the command on every "
         "node, or the command starts its own tasks (srun, mpirun).",
     )
+    sweep_grid = forms.CharField(
+        label="Parameter grid",
+        required=False,
+        max_length=20_000,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "lr = 0.1 0.01 0.001\nseed = 1 2"}),
+        help_text="One parameter per line: its name, =, its values. Every combination is a run; "
+        "write {lr} in the command where a value goes.",
+    )
+    sweep_runs = forms.CharField(
+        label="Or one run per line",
+        required=False,
+        max_length=100_000,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "lr=0.1 seed=1\nlr=0.01 seed=7"}),
+        help_text="name=value pairs, the same names on every line.",
+    )
+    runs_at_once = forms.IntegerField(
+        label="At most this many jobs at once",
+        required=False,
+        min_value=1,
+        max_value=1000,
+        help_text="Empty: as many as the queue starts.",
+        error_messages={"invalid": "Enter a whole number, e.g. 4."},
+    )
     mail_user = forms.EmailField(
         label="E-mail me when it ends or fails", required=False, max_length=254
     )
@@ -169,8 +192,9 @@ class ComposeForm(AdviceForm):
         "cluster", "job_name", "account", "workload", "dataset_gb", "file_count",
         "data_location", "data_path", "data_kind", "gpu_type", "gpu_count", "gpu_mem_gb", "hours",
         "checkpointing", "multi_gpu", "nodes", "expects_full_utilization", "similar_runs",
-        "modules", "environment", "environment_path", "command", "launch", "results_dir",
-        "mail_user", "partition", "time_limit", "memory", "cpus_per_task",
+        "sweep_grid", "sweep_runs", "runs_at_once", "modules", "environment", "environment_path",
+        "command", "launch", "results_dir", "mail_user", "partition", "time_limit", "memory",
+        "cpus_per_task",
     ]  # fmt: skip
 
     # The form in the order people think of a job; the last section is folded away until used.
@@ -186,13 +210,18 @@ class ComposeForm(AdviceForm):
             "GPUs and time",
             (
                 "gpu_type", "gpu_count", "gpu_mem_gb", "multi_gpu", "nodes", "hours",
-                "checkpointing", "expects_full_utilization", "similar_runs",
+                "checkpointing", "expects_full_utilization",
             ),
         ),
         (
             "run",
             "Environment and command",
             ("modules", "environment", "environment_path", "command", "launch", "mail_user"),
+        ),
+        (
+            "sweep",
+            "Many runs (a sweep)",
+            ("similar_runs", "sweep_grid", "sweep_runs", "runs_at_once"),
         ),
         ("by-hand", "Set by hand", OVERRIDES),
     ]  # fmt: skip
@@ -344,7 +373,35 @@ class ComposeForm(AdviceForm):
             if not data.get("results_dir"):
                 self.add_error("results_dir", self.results_default_reason or "Enter a folder.")
             self._check_site(cluster, data)
+        self._read_sweep(data)
         return data
+
+    def _read_sweep(self, data: dict) -> None:
+        """The runs: a grid, one line per run, or `similar_runs` repeats of the command."""
+        data["sweep"] = None
+        grid, lines = (data.get(name, "").strip() for name in ("sweep_grid", "sweep_runs"))
+        command = data.get("command", "")
+        count = data.get("similar_runs") or 1
+        field = "sweep_runs" if lines else "sweep_grid"
+        try:
+            if grid and lines:
+                raise sweep.SweepError("Give a grid or one line per run, not both.", "sweep_runs")
+            if grid:
+                data["sweep"] = sweep.from_grid(sweep.grid_from_text(grid), command)
+            elif lines:
+                data["sweep"] = sweep.from_lines(lines, command)
+            elif count > 1:
+                data["sweep"] = sweep.repeats(count, command)
+        except sweep.SweepError as error:
+            where = {"sweep": field}.get(error.field, error.field)
+            self.add_error(where if where in self.fields else None, str(error))
+            return
+        runs = len(data["sweep"].runs) if data["sweep"] else 1
+        if (grid or lines) and count not in (1, runs):
+            self.add_error(
+                "similar_runs",
+                f"The sweep has {runs} runs: leave this at 1, or make it {runs}.",
+            )
 
     def _check_site(self, cluster: Cluster, data: dict) -> None:
         """What the cluster's jobs cannot have: modules without a module system, paths that
@@ -380,6 +437,7 @@ class ComposeForm(AdviceForm):
     def job_spec(self) -> JobSpec:
         data = self.cleaned_data
         kind = data.get("data_kind")
+        sweep_runs = data.get("sweep")
         return replace(
             super().job_spec(),
             data_path=data.get("data_path", ""),
@@ -394,6 +452,9 @@ class ComposeForm(AdviceForm):
                 cpus_per_task=data.get("cpus_per_task"),
             ),
             results_dir=data.get("results_dir", ""),
+            sweep=sweep_runs,
+            similar_runs=len(sweep_runs.runs) if sweep_runs else data.get("similar_runs") or 1,
+            runs_at_once=data.get("runs_at_once") or 0,
         )
 
 

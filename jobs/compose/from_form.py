@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from guidance import engine
 from guidance.engine import Placement, Recommendation
 from guidance.engine.slurm_time import format_time, parse_seconds
+from guidance.engine.sweep import Grouping
+from guidance.engine.sweep import Plan as SweepPlan
 from guidance.facts import cluster_facts
 from jobs.compose.forms import BUILD_ON_NODE, ComposeForm
 from jobs.compose.script import render, resource_options
@@ -56,12 +58,9 @@ def advice_so_far(form: ComposeForm) -> Recommendation | None:
 def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
     storage, choice, resources = rec.storage, rec.choice, rec.resources
     chain = rec.chain
-    if chain:
-        array = chain.array
-    elif rec.spec.similar_runs > 1:
-        array = f"1-{rec.spec.similar_runs}"
-    else:
-        array = ""
+    sweep = rec.sweep if rec.spec.sweep else None
+    grouped = sweep is not None and sweep.grouping == Grouping.GROUPED
+    array = chain.array if chain else _sweep_array(sweep, rec.spec.runs_at_once)
     work_tier = storage.work_tier
     environment = rec.cluster.environment
     return ScriptSpec(
@@ -95,6 +94,8 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         results_dest=data["results_dir"],
         checkpoint_root=storage.checkpoints.root if storage.checkpoints else "",
         command=data["command"],
+        sweep=rec.spec.sweep if sweep else None,
+        grouped_runs=sweep.runs_per_job if grouped else 0,
         staging=tuple(_stage(s) for s in storage.staging),
         copy_back=_stage(storage.copy_back) if storage.copy_back else None,
         cleanup=_stage(storage.cleanup) if storage.cleanup else None,
@@ -104,10 +105,18 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
                 ("Data", storage.reason),
                 ("GPU", choice.reason),
                 *([("Chain", chain.reason)] if chain else []),
+                *([("Sweep", sweep.reason)] if sweep else []),
                 *_checkpoints(storage, data["job_name"], rec.spec.checkpointing),
             ]
         ),
     )
+
+
+def _sweep_array(plan: SweepPlan | None, at_once: int) -> str:
+    """An array task per run, or per group of runs; none for one grouped job."""
+    if plan is None or plan.jobs == 1:
+        return ""
+    return f"1-{plan.jobs}" + (f"%{at_once}" if at_once else "")
 
 
 def _checkpoints(storage: engine.types.StoragePlan, job_name: str, checkpointing: bool) -> list:

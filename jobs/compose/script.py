@@ -13,6 +13,7 @@ from guidance.engine.data import file_name
 from guidance.engine.shell import ALWAYS_SET, quote, shell_path, variables_in
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.storage import ON_EVERY_NODE
+from jobs.compose import sweep_script
 from jobs.compose.script_spec import ScriptSpec
 from jobs.script_markers import MONITORING_START, MONITORING_STOP, STOP_MARK, STOP_STATUS
 
@@ -91,6 +92,7 @@ def _body(spec: ScriptSpec) -> list[str]:
         "set -euo pipefail",
         *_site(spec),
         *_values(spec),
+        *(sweep_script.values(spec, _checkpoint_dir(spec)) if spec.sweep else []),
         *_check_data(spec),
         *_finish(spec),
         *_folders(spec),
@@ -233,7 +235,10 @@ def _finish(spec: ScriptSpec) -> list[str]:
         "finish() {",
     ]
     body = []
-    if spec.copy_back:
+    if spec.sweep:  # the run's own results, and its line in runs.tsv
+        lines.insert(-1, "# The exit code of what ended the job, for the run's line in runs.tsv.")
+        body += ["    local code=$?", *sweep_script.finish_lines()]
+    elif spec.copy_back:
         body += [f"    {line}" for line in _comment(spec.copy_back.comment)]
         body.append(f"    {spec.copy_back.command} || true")
     if several:
@@ -425,7 +430,7 @@ def _build_venv(spec: ScriptSpec) -> list[str]:
 def _staging(spec: ScriptSpec) -> list[str]:
     if not spec.staging:
         return ["", "# Data: read in place from shared storage, in large chunks."]
-    lines = ["", "# Data"]
+    lines = ["", "# Data", *sweep_script.staging_note(spec)]
     for stage in spec.staging:
         lines += [*_comment(stage.comment), stage.command]
     return lines
@@ -509,6 +514,8 @@ def _run(spec: ScriptSpec) -> list[str]:
         ]
     # In the background and waited for, so that a trap can run while the program works; a trap
     # interrupts `wait`, and the second one then waits for the program to save and exit.
+    if spec.grouped_runs:
+        return [*lines, *sweep_script.grouped_run(spec, _launch(spec), late_usr1)]
     return [
         *lines,
         *_launch(spec),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from guidance.engine import DataKind, Launch, Placement, PythonBuilder
 from guidance.engine.shell import MODULE_NAME, SAFE_PATH, VARIABLE_NAME
+from guidance.engine.sweep import Sweep
 
 # Where Slurm reads a value literally: names, accounts, partitions, GPU types, modules.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
@@ -83,6 +84,10 @@ class ScriptSpec:
     staging: tuple[Stage, ...] = ()
     copy_back: Stage | None = None
     cleanup: Stage | None = None  # removes the job's folder on the node (the plan says when)
+    # Many runs of the command, each its own (sweep_script.py): an array task each, or, with
+    # grouped_runs, that many runs one after another in each job.
+    sweep: Sweep | None = None
+    grouped_runs: int = 0
     reasons: tuple[str, ...] = field(default=(), compare=False)
 
     @property

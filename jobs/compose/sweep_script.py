@@ -1,0 +1,186 @@
+"""What a sweep adds to the script (script.py): each run's values and folders, its line in
+runs.tsv, and the loop of a grouped job. Also reads them back from a script, for the job page.
+
+A run's folders are set before anything else uses them: RESULTS_DEST is the sweep's folder's
+own `run-007_lr-0.01_seed-2/`, RESULTS_DIR and CHECKPOINT_DIR are the run's, so the copy back,
+the node keepers and the checkpoint plumbing written for one run serve each run unchanged, and
+no run ever sees another's checkpoints."""
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from guidance.engine import Placement
+from guidance.engine.shell import quote
+from guidance.engine.sweep import Sweep
+from jobs.compose.script_spec import ScriptSpec
+
+RUNS_TABLE = "runs.tsv"
+# The columns after the parameters' own.
+OUTCOME_COLUMNS = ("exit_code", "elapsed_s", "job", "node")
+# `    7) RUN_NAME=run-007_lr-0.01 lr=0.01 JOB_COMMAND='...' ;;`: one run, as run_values reads it.
+_CASE = re.compile(r"^ {8}(\d+)\) RUN_NAME=(\S+) (.*) ;;$", re.MULTILINE)
+ARRAY_LINE = re.compile(r"^#SBATCH --array=(\S+)$", re.MULTILINE)
+RUNS_LINE = re.compile(r'^SWEEP_RUNS="([\d ]*)"$', re.MULTILINE)
+
+
+def values(spec: ScriptSpec, checkpoint_dir: str) -> list[str]:
+    """`sweep_run N` makes run N the one that runs; in an array, the task's own at once."""
+    sweep = spec.sweep
+    assert sweep is not None
+    cases = []
+    for run in sweep.runs:
+        words = [f"{name}={quote(value)}" for name, value in run.values]
+        words.append(f"JOB_COMMAND={quote(sweep.command_for(run))}")
+        cases.append(f"        {run.number}) RUN_NAME={run.folder} {' '.join(words)} ;;")
+    staged = spec.placement != Placement.SHARED
+    results_dir = '"$WORK_DIR/results/$RUN_NAME"' if staged else '"$RESULTS_DEST"'
+    numbers = " ".join(str(run.number) for run in sweep.runs)
+    checkpoints = (
+        '"$SWEEP_CHECKPOINTS/$RUN_NAME"' if spec.checkpoint_root else '"$RESULTS_DEST/checkpoints"'
+    )
+    lines = [
+        "",
+        f"# The sweep: {len(sweep.runs)} runs of the command, each with its own values, its own",
+        "# folder under the results folder (results, checkpoints, log) and its own line in",
+        f"# {RUNS_TABLE} there: no run sees another's files.",
+        'SWEEP_DEST="$RESULTS_DEST"',
+        *([f"SWEEP_CHECKPOINTS={checkpoint_dir}"] if spec.checkpoint_root else []),
+        *([f'SWEEP_RUNS="{numbers}"'] if spec.grouped_runs else []),
+        f"RUNS_HEADER={quote(chr(9).join(header(sweep)))}",
+        'run_open=""',
+        "sweep_run() {",
+        '    case "$1" in',
+        *cases,
+        '        *) portal_stop "This sweep has no run $1." ;;',
+        "    esac",
+        '    RUN_NUMBER="$1"',
+        '    RESULTS_DEST="$SWEEP_DEST/$RUN_NAME"',
+        f"    RESULTS_DIR={results_dir}",
+        f"    CHECKPOINT_DIR={checkpoints}",
+        f"    export RUN_NUMBER RUN_NAME {' '.join(sweep.names)}".rstrip(),
+        "    run_started=$SECONDS",
+        "    run_open=1",
+        "}",
+        *_record(spec),
+    ]
+    if not spec.grouped_runs:
+        lines += ["# This array task's run.", 'sweep_run "$SLURM_ARRAY_TASK_ID"']
+    return lines
+
+
+def header(sweep: Sweep) -> tuple[str, ...]:
+    return ("run", "folder", *sweep.names, *OUTCOME_COLUMNS)
+
+
+def _record(spec: ScriptSpec) -> list[str]:
+    sweep = spec.sweep
+    assert sweep is not None
+    own = " ".join(f'"${name}"' for name in sweep.names)
+    copy = []
+    if spec.copy_back:
+        copy = [f"    {spec.copy_back.command} || true"]
+    return [
+        "# The run's results back to its folder, then its line: each run writes its own file,",
+        f"# and {RUNS_TABLE} is made again from them all, one writer at a time (flock, where",
+        "# the file system takes locks), so that runs ending together lose no line.",
+        "save_run() {",
+        *copy,
+        "    local job line",
+        '    job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"',
+        '    line=$(printf \'%s\\t\' "$RUN_NUMBER" "$RUN_NAME" '
+        + (f"{own} " if own else "")
+        + '"$1" "$((SECONDS - run_started))" "${job:-$SLURM_JOB_ID}" "$(hostname -s)")',
+        '    mkdir -p "$SWEEP_DEST/.runs"',
+        '    printf \'%s\\n\' "${line%?}" > "$SWEEP_DEST/.runs/$RUN_NAME.tsv"',
+        "    {",
+        "        flock -w 60 9 || true",
+        '        { printf \'%s\\n\' "$RUNS_HEADER"; cat "$SWEEP_DEST"/.runs/*.tsv | sort -n; } '
+        '> "$SWEEP_DEST/.runs/table.$$"',
+        f'        mv -f "$SWEEP_DEST/.runs/table.$$" "$SWEEP_DEST/{RUNS_TABLE}"',
+        '    } 9>"$SWEEP_DEST/.runs/lock"',
+        '    run_open=""',
+        "}",
+    ]
+
+
+def finish_lines() -> list[str]:
+    """In finish(): the run that was running when the job ended keeps its results and line."""
+    return ['    [ -z "$run_open" ] || save_run "$code" || true']
+
+
+def staging_note(spec: ScriptSpec) -> list[str]:
+    if spec.sweep is None or spec.grouped_runs or not spec.staging:
+        return []
+    return [
+        "# Each run of the array stages its own copy: the node-local folder is the task's own",
+        "# and goes when the task ends, and a copy shared between tasks could be read while",
+        "# another task still writes it or removed under a task that still reads it.",
+    ]
+
+
+def grouped_run(spec: ScriptSpec, launch: list[str], late_usr1: list[str]) -> list[str]:
+    """The loop of a grouped job: its share of SWEEP_RUNS, one after another."""
+    per = spec.grouped_runs
+    indent = ["    " + line for line in [*launch, "program=$!", *late_usr1]]
+    return [
+        f"# This job's runs, {per} at most, one after another on the same GPUs; a run that fails",
+        "# does not stop the next. The job's exit code is the last failed run's, or 0.",
+        'read -r -a runs <<< "$SWEEP_RUNS"',
+        "group=${SLURM_ARRAY_TASK_ID:-1}",
+        "status=0",
+        f'for run in "${{runs[@]:$(((group - 1) * {per})):{per}}}"; do',
+        '    sweep_run "$run"',
+        '    mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
+        *indent,
+        "    run_status=0",
+        '    wait "$program" || run_status=$?',
+        '    if [ "$run_status" -gt 128 ] && kill -0 "$program" 2>/dev/null; then',
+        "        run_status=0",
+        '        wait "$program" || run_status=$?',
+        "    fi",
+        '    program=""',
+        '    save_run "$run_status"',
+        '    [ "$run_status" = 0 ] || status=$run_status',
+        "done",
+        'exit "$status"',
+    ]
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    number: int
+    folder: str
+    values: tuple[tuple[str, str], ...]
+
+
+def runs_in(script: str) -> list[ScriptRun]:
+    """The runs a portal-written sweep script holds, with their values; [] for another script."""
+    runs = []
+    for found in _CASE.finditer(script):
+        try:
+            words = shlex.split(found.group(3))
+        except ValueError:
+            continue
+        pairs = [tuple(word.split("=", 1)) for word in words if "=" in word]
+        values = tuple((name, value) for name, value in pairs if name != "JOB_COMMAND")
+        runs.append(ScriptRun(int(found.group(1)), found.group(2), values))
+    return runs
+
+
+def with_only(script: str, numbers: list[int]) -> str:
+    """The same sweep, running only `numbers`: an array's indices, or a grouped job's runs."""
+    listed = ",".join(str(n) for n in numbers)
+    if RUNS_LINE.search(script):
+        script = RUNS_LINE.sub(f'SWEEP_RUNS="{" ".join(map(str, numbers))}"', script, count=1)
+        found = ARRAY_LINE.search(script)
+        if found:  # groups of the same size as before, as many as the runs left need
+            per = int(re.search(r"\(group - 1\) \* (\d+)", script).group(1))
+            jobs = -(-len(numbers) // per)
+            cap = found.group(1).partition("%")[2]
+            array = f"1-{jobs}" + (f"%{cap}" if cap else "")
+            script = ARRAY_LINE.sub(f"#SBATCH --array={array}", script, count=1)
+        return script
+    found = ARRAY_LINE.search(script)
+    cap = found.group(1).partition("%")[2] if found else ""
+    return ARRAY_LINE.sub(f"#SBATCH --array={listed}" + (f"%{cap}" if cap else ""), script, 1)
