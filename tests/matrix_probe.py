@@ -6,7 +6,9 @@ destination on shared storage (one file per node and chain part), leaves a resul
 task, a checkpoint naming the one it resumed from. On several nodes every task first meets the
 others through MASTER_ADDR and MASTER_PORT, as torch.distributed does, and every node writes the
 same file name into $RESULTS_DIR and one of its own into $CHECKPOINT_DIR. On USR1 it saves and
-exits, as a checkpointing program does. Standard library only: Python 3.8 and newer.
+exits, as a checkpointing program does. In a sweep it also writes run.json: its arguments, its
+parameters as exported, and what its folders held when it started (nothing of another run's).
+Standard library only: Python 3.8 and newer.
 """
 
 import hashlib
@@ -15,9 +17,12 @@ import os
 import pathlib
 import signal
 import socket
+import sys
 import tarfile
 import time
 
+# The parameters the matrix's sweeps give, exported to each run.
+SWEEP_PARAMETERS = ("lr", "seed", "fail")
 # A model file each node writes when it will be cancelled: 48 MB takes rsync long enough here.
 MODEL_BYTES = 48 << 20
 
@@ -135,6 +140,8 @@ def main() -> None:
         "rendezvous": {name: env.get(name) for name in ("MASTER_ADDR", "NNODES", "WORLD_SIZE")},
     }
     results_dir = pathlib.Path(env["RESULTS_DIR"])
+    if "RUN_NAME" in env:
+        _sweep_run(env, results_dir)
     # A log every part adds to, on every node: each part's lines must come back.
     with (results_dir / "log.txt").open("a") as log:
         log.write(f"part {part}\n")
@@ -163,6 +170,25 @@ def main() -> None:
     # Cases that end otherwise: wait for a cancel or the time limit, or fail.
     time.sleep(float(env.get("PROBE_SECONDS", "0")))
     raise SystemExit(int(env.get("PROBE_EXIT", "0")))
+
+
+def _sweep_run(env, results_dir: pathlib.Path) -> None:
+    checkpoints = pathlib.Path(env["CHECKPOINT_DIR"])
+    before = sorted(p.name for p in checkpoints.iterdir())
+    found = {
+        "run": env["RUN_NUMBER"],
+        "name": env["RUN_NAME"],
+        "argv": sys.argv[1:],
+        "parameters": {name: env[name] for name in SWEEP_PARAMETERS if name in env},
+        "checkpoints_before": before,
+        "results_before": sorted(p.name for p in results_dir.iterdir()),
+        "results_dir": str(results_dir),
+    }
+    (pathlib.Path(env["RESULTS_DEST"]) / "run.json").write_text(json.dumps(found))
+    # A run that fails once: it saves, then stops; run again, it finds its own save and goes on.
+    if env.get("PROBE_FAIL_ONCE") == "yes" and "failed-once" not in before:
+        (checkpoints / "failed-once").write_text(env["RUN_NAME"])
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,9 @@ class Case:
     # plain | variables: the data path names $USER further on and the results folder ${USER}
     # and a space, as users write them (every variable is the job's, wherever it stands).
     paths: str = "plain"
+    # "": one run; array | grouped: a grid sweep (SWEEPS); fail: half the runs fail once, then
+    # "re-run failed runs" (an array; grouped-fail: a grouped job) runs only them again.
+    sweep: str = ""
 
     @property
     def expected(self) -> str:
@@ -129,7 +132,18 @@ class Case:
         parts += ["chain"] if self.chain else []
         parts += ["variables"] if self.paths == "variables" else []
         parts += [self.ending] if self.ending != "ok" else []
+        parts += [f"sweep{self.sweep}"] if self.sweep else []
         return "-".join(parts).replace(".", "")
+
+
+# Each sweep's grid, and how long each run takes as the user declares it (in hours): at least
+# half an hour makes an array task of each run, less groups the runs in one job.
+SWEEPS = {
+    "array": ("lr = 0.1, 0.01\nseed = 1 2 3", None),
+    "grouped": ("lr = 0.1 0.01 0.001\nseed = 1 2 3 4", "0.05"),
+    "fail": ("fail = yes no\nseed = 1 2", None),
+    "grouped-fail": ("fail = yes no\nseed = 1 2", "0.05"),
+}
 
 
 # How each ending shows in sacct, and what the program is told to do for it.
@@ -185,6 +199,10 @@ CASES = [
     # ImageNet where the node type publishes room for it: extracted there all the same.
     Case("local", "tar", gb=200, files=1_281_167),
     *(Case(site, "large-folder", chain=True, paths="variables") for site in ("narval", "local")),
+    # Sweeps: a 6-run grid as an array, 12 short runs in one job, and two that fail and run again.
+    *(Case(site, sweep=sweep) for site in PROFILES for sweep in ("array", "grouped")),
+    Case("narval", sweep="fail"),
+    Case("processing", sweep="grouped-fail"),
 ]
 
 
@@ -261,6 +279,8 @@ def _checkpoints(case: Case, results: pathlib.Path) -> pathlib.Path:
 
 def _hours(case: Case) -> str:
     """Two parts when chained: the local cluster's jobs run an hour at most, the others' 24 h."""
+    if case.sweep and SWEEPS[case.sweep][1]:
+        return SWEEPS[case.sweep][1]
     if case.site == "local":
         return "2" if case.chain else "0.5"
     return "48" if case.chain else "2"
@@ -291,6 +311,13 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         data["results_dir"] = f"{site.results_root}/{run}/results/${{USER}} runs/{case.name}"
     if case.site == "local":
         data["gpu_type"] = "a100"
+    if case.sweep:
+        data["sweep_grid"] = SWEEPS[case.sweep][0]
+        options = (
+            "--fail {fail} --seed {seed}" if "fail" in case.sweep else "--lr {lr} --seed {seed}"
+        )
+        once = "PROBE_FAIL_ONCE={fail} " if "fail" in case.sweep else ""
+        data["command"] = f'{once}python3 "$HOME"/{run}/probe.py {options}'
     if case.chain or case.ending == "usr1":
         data["checkpointing"] = "on"
     if case.nodes > 1:
@@ -431,15 +458,9 @@ def matrix(request, devcluster, rendered) -> Iterator[dict[str, Ran]]:
         text = composed.script.replace("@RUN@", run).replace("@REQS@", wheel_file)
         texts[name] = text
         (scripts_dir / f"{name}.sbatch").write_text(text)
-        site = SITES[case.site]
         job_dir = composed.spec.job_dir
-        limit = "00:01:00" if case.ending == "timeout" else "00:10:00"
-        overrides = (
-            f"--partition={site.partition} --account=portal --gres=gpu:1 --cpus-per-task=1 "
-            f"--mem=300M --time={limit}"
-        )
         submit.append(
-            f"mkdir -p {job_dir} && echo {name} $(sbatch --parsable {overrides} "
+            f"mkdir -p {job_dir} && echo {name} $(sbatch --parsable {_overrides(case)} "
             f"{scripts_dir}/{name}.sbatch)"
         )
     (scripts_dir / "submit.sh").write_text("\n".join(submit) + "\n")
@@ -458,7 +479,7 @@ def matrix(request, devcluster, rendered) -> Iterator[dict[str, Ran]]:
     ids = dict(line.split() for line in answer.stdout.splitlines())
     submitted += ids.values()
     _interrupt(devcluster, rendered, ids, run)
-    parts = {job_id: 2 if rendered[name][0].chain else 1 for name, job_id in ids.items()}
+    parts = {job_id: _parts(*rendered[name][:2]) for name, job_id in ids.items()}
     rows = _wait(devcluster, parts, timeout=600)
     print(f"\nscript matrix: {len(ids)} jobs ran in {time.monotonic() - started:.0f} s")
     _print_table(rendered, ids, rows)
@@ -476,6 +497,23 @@ def matrix(request, devcluster, rendered) -> Iterator[dict[str, Ran]]:
         )
     ran["expected"] = expected  # type: ignore[assignment]
     yield ran
+
+
+def _overrides(case: Case) -> str:
+    """What the dev cluster cannot have of the site's, on sbatch's command line."""
+    limit = "00:01:00" if case.ending == "timeout" else "00:10:00"
+    return (
+        f"--partition={SITES[case.site].partition} --account=portal --gres=gpu:1 "
+        f"--cpus-per-task=1 --mem=300M --time={limit}"
+    )
+
+
+def _parts(case: Case, composed) -> int:
+    """The jobs sacct lists for the case: a chain's parts, an array sweep's runs, or one."""
+    spec = composed.spec
+    if spec.sweep and not spec.grouped_runs:
+        return len(spec.sweep.runs)
+    return 2 if case.chain else 1
 
 
 def _selected(request) -> set[str]:
@@ -594,6 +632,9 @@ def _probes(ran: Ran) -> list[dict]:
 def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
     ran, expected = matrix[name], matrix["expected"]
     case = ran.case
+    if case.sweep:
+        _check_sweep(ran, expected[case.shape], devcluster)
+        return
     if case.shape == "missing":
         assert list(ran.rows.values()) == [("FAILED", f"{STOP_STATUS}:0")], ran.stderr
         assert f"{STOP_MARK} The data path" in ran.stderr
@@ -669,3 +710,105 @@ def test_each_script_runs_as_its_site_runs_it(matrix, devcluster, name):
             if path.startswith(("/localscratch/", "/processing/")):
                 work_dir = str(pathlib.PurePosixPath(path).parent)
                 assert _gone(devcluster, work_dir), f"{work_dir} was left on a node"
+
+
+def _check_sweep(ran: Ran, digest: str, devcluster) -> None:
+    """Every run's values reached it, its results and checkpoints came back to its own folder
+    (never another's), and runs.tsv has a line for each with its exit code."""
+    sweep = _sweep_of(ran)
+    grouped = "SWEEP_RUNS=" in ran.script
+    failing = {run.number for run in sweep.runs if dict(run.values).get("fail") == "yes"}
+    expected_rows = (
+        {("FAILED" if failing else "COMPLETED", "3:0" if failing else "0:0")}
+        if grouped
+        else {("FAILED", "3:0"), ("COMPLETED", "0:0")}
+        if failing
+        else {("COMPLETED", "0:0")}
+    )
+    assert len(ran.rows) == (1 if grouped else len(sweep.runs)), ran.rows
+    assert set(ran.rows.values()) == expected_rows, (ran.rows, ran.stderr)
+    _check_runs(ran, sweep, failing, digest, devcluster)
+    if failing:
+        _rerun_failed(ran, sweep, failing, digest, devcluster)
+
+
+def _sweep_of(ran: Ran):
+    from guidance.engine.sweep import from_grid, grid_from_text
+
+    return from_grid(grid_from_text(SWEEPS[ran.case.sweep][0]), "x")
+
+
+def _check_runs(ran: Ran, sweep, failing: set, digest: str, devcluster, again=frozenset()) -> None:
+    grouped = "SWEEP_RUNS=" in ran.script
+    names = sweep.names
+    assert sorted(p.name for p in ran.results.iterdir()) == sorted(
+        [run.folder for run in sweep.runs] + [".runs", "runs.tsv"]
+    ), "a run wrote outside its folder"
+    table = (ran.results / "runs.tsv").read_text().splitlines()
+    assert table[0].split("\t") == [
+        "run",
+        "folder",
+        *names,
+        "exit_code",
+        "elapsed_s",
+        "job",
+        "node",
+    ]
+    lines = [line.split("\t") for line in table[1:]]
+    assert [int(line[0]) for line in lines] == [run.number for run in sweep.runs], table
+    for run, line in zip(sweep.runs, lines, strict=True):
+        failed = run.number in failing and run.number not in again
+        assert line[1] == run.folder
+        assert tuple(zip(names, line[2 : 2 + len(names)], strict=True)) == run.values
+        assert line[2 + len(names)] == ("3" if failed else "0"), table
+        folder = ran.results / run.folder
+        found = json.loads((folder / "run.json").read_text())
+        values = dict(run.values)
+        assert found["parameters"] == {n: values[n] for n in names if n in ("lr", "seed", "fail")}
+        assert found["argv"][1::2] == [values[n] for n in names], found["argv"]
+        assert (found["run"], found["name"]) == (str(run.number), run.folder)
+        # No other run's checkpoint or result was there when it started: only its own save
+        # from its failed first try, when it is run again.
+        assert found["checkpoints_before"] == (["failed-once"] if run.number in again else [])
+        assert found["results_before"] in ([], ["log.txt"] if run.number in again else [])
+        if failed:
+            continue
+        part = "0" if grouped else str(run.number)
+        assert (folder / f"result-{part}.txt").read_text() == digest, run.folder
+        own = SITES[ran.case.site].checkpoint_root
+        checkpoints = ran.checkpoints / run.folder if own else folder / "checkpoints"
+        assert (checkpoints / f"part-{part}.ckpt").read_text() == f"part {part}"
+        for probe in map(json.loads, map(pathlib.Path.read_text, folder.glob("probe-*.json"))):
+            if probe["stage_dir"].startswith(("/localscratch/", "/processing/")):
+                work_dir = str(pathlib.PurePosixPath(probe["stage_dir"]).parent)
+                assert _gone(devcluster, work_dir), f"{work_dir} was left on a node"
+
+
+def _rerun_failed(ran: Ran, sweep, failing: set, digest: str, devcluster) -> None:
+    """What "Re-run failed runs" submits: the same script with only the failed runs."""
+    from jobs.compose.sweep_script import with_only
+
+    script = with_only(ran.script, sorted(failing))
+    path = HOME / f"rerun-{ran.job_id}.sbatch"
+    path.write_text(script)
+    _as_user(path)
+    try:
+        answer = devcluster.ssh(f"sbatch --parsable {_overrides(ran.case)} {path}", timeout=60)
+        assert answer.returncode == 0, answer.stderr
+        job_id = answer.stdout.strip()
+        grouped = "SWEEP_RUNS=" in script
+        rows = _wait(devcluster, {job_id: 1 if grouped else len(failing)}, timeout=300)
+    finally:
+        path.unlink()
+    # Only the failed runs ran again, and they all completed this time.
+    tasks = sorted(rows)
+    if grouped:
+        assert tasks == [job_id], rows
+    else:
+        assert tasks == sorted(f"{job_id}_{n}" for n in failing), rows
+    assert set(rows.values()) == {("COMPLETED", "0:0")}, rows
+    _check_runs(ran, sweep, failing, digest, devcluster, again=frozenset(failing))
+    table = [line.split("\t") for line in (ran.results / "runs.tsv").read_text().splitlines()[1:]]
+    for line in table:  # the runs that passed the first time keep their first job's line
+        again = int(line[0]) in failing
+        assert line[-2].split("_")[0] == (job_id if again else ran.job_id), line

@@ -72,7 +72,7 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
 
 def _sweep(spec: JobSpec, cluster: Cluster, partition, notes: Notes):
     """How the sweep's runs go into jobs: an array task each, or groups run in turn."""
-    if spec.sweep is None or len(spec.sweep.runs) < 2:
+    if spec.sweep is None:
         return None
     minutes = max(1, math.ceil(spec.hours * 60))
     longest = min(partition.max_hours, cluster.policy.checkpoint_chunk_hours) * 60

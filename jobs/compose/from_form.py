@@ -113,8 +113,8 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
 
 
 def _sweep_array(plan: SweepPlan | None, at_once: int) -> str:
-    """An array task per run, or per group of runs; none for one grouped job."""
-    if plan is None or plan.jobs == 1:
+    """An array task per run (also a sweep of one), or per group of runs; none for one group."""
+    if plan is None or (plan.grouping == Grouping.GROUPED and plan.jobs == 1):
         return ""
     return f"1-{plan.jobs}" + (f"%{at_once}" if at_once else "")
 

@@ -283,7 +283,9 @@ def _folders(spec: ScriptSpec) -> list[str]:
     lines = [
         "",
         "# Made once the exit trap is set, which cleans them up whatever happens next.",
-        'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST" "$CHECKPOINT_DIR"',
+        # A grouped sweep makes each run's own as it starts it.
+        'mkdir -p "$RESULTS_DIR" "$RESULTS_DEST"'
+        + ("" if spec.grouped_runs else ' "$CHECKPOINT_DIR"'),
     ]
     if spec.nodes > 1 and _results_on_node(spec):
         lines += [
