@@ -115,7 +115,8 @@ def main() -> None:
     started = time.time()
     signal.signal(signal.SIGUSR1, on_usr1)
     env = os.environ
-    part = env.get("SLURM_ARRAY_TASK_ID", "0")
+    # A chain's part: the array index, or in a sweep of chains the times its task was requeued.
+    part = env.get("CHAIN_PART", env.get("SLURM_ARRAY_TASK_ID", "0"))
     node = env.get("SLURMD_NODENAME", "unknown")
     world = int(env.get("WORLD_SIZE", "1"))
     # The portal's per-node start sets NODE_RANK; the user's own srun gives each task its rank.
@@ -168,7 +169,8 @@ def main() -> None:
     results_dest = pathlib.Path(env["RESULTS_DEST"])
     (results_dest / f"probe-{part}-{node}.json").write_text(json.dumps(found))
     # Cases that end otherwise: wait for a cancel or the time limit, or fail.
-    time.sleep(float(env.get("PROBE_SECONDS", "0")))
+    if env.get("PROBE_WAIT_PART", part) == part:  # only that part waits, where one is named
+        time.sleep(float(env.get("PROBE_SECONDS", "0")))
     raise SystemExit(int(env.get("PROBE_EXIT", "0")))
 
 

@@ -143,6 +143,9 @@ SWEEPS = {
     "grouped": ("lr = 0.1 0.01 0.001\nseed = 1 2 3 4", "0.05"),
     "fail": ("fail = yes no\nseed = 1 2", None),
     "grouped-fail": ("fail = yes no\nseed = 1 2", "0.05"),
+    # Two runs, each a chain of two parts: Slurm's warning ends each run's first part, and the
+    # run's own task is requeued for the second.
+    "chain": ("seed = 1 2", None),
 }
 
 
@@ -203,6 +206,7 @@ CASES = [
     *(Case(site, sweep=sweep) for site in PROFILES for sweep in ("array", "grouped")),
     Case("narval", sweep="fail"),
     Case("processing", sweep="grouped-fail"),
+    *(Case(site, "large-folder", chain=True, sweep="chain") for site in ("narval", "processing")),
 ]
 
 
@@ -313,10 +317,12 @@ def _form(case: Case, run: str, wheel: str) -> dict:
         data["gpu_type"] = "a100"
     if case.sweep:
         data["sweep_grid"] = SWEEPS[case.sweep][0]
-        options = (
-            "--fail {fail} --seed {seed}" if "fail" in case.sweep else "--lr {lr} --seed {seed}"
-        )
-        once = "PROBE_FAIL_ONCE={fail} " if "fail" in case.sweep else ""
+        fails = "fail" in case.sweep
+        options = "--fail {fail}" if fails else "" if case.chain else "--lr {lr}"
+        options += " --seed {seed}"
+        once = "PROBE_FAIL_ONCE={fail} " if fails else ""
+        if case.chain:  # the first part waits for Slurm's warning, as a long run would
+            once = "PROBE_SECONDS=300 PROBE_WAIT_PART=1 "
         data["command"] = f'{once}python3 "$HOME"/{run}/probe.py {options}'
     if case.chain or case.ending == "usr1":
         data["checkpointing"] = "on"
@@ -545,9 +551,23 @@ def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
     send USR1 to each "usr1" case's batch shell (as --signal=B: does) while it builds its
     virtualenv, before the program has started."""
     waiting = {name for name, (case, _, _) in rendered.items() if case.ending in {"cancel", "usr1"}}
+    # A sweep of chains: each run's first part hears the warning once it has written its results.
+    warned = {
+        (name, run.number, run.folder)
+        for name, (case, composed, _) in rendered.items()
+        if case.sweep == "chain"
+        for run in composed.spec.sweep.runs
+    }
     # As long as _wait waits: on a shared dev cluster a job may queue for minutes first.
     deadline = time.monotonic() + 600
-    while waiting and time.monotonic() < deadline:
+    while (waiting or warned) and time.monotonic() < deadline:
+        for name, number, folder in sorted(warned):
+            case = rendered[name][0]
+            results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
+            if list((results / folder).glob("probe-1-*.json")):
+                signal = devcluster.ssh(f"scancel --batch --signal=USR1 {ids[name]}_{number}")
+                assert signal.returncode == 0, signal.stderr
+                warned.discard((name, number, folder))
         for name in sorted(waiting):
             case, job_id = rendered[name][0], ids[name]
             if case.ending == "cancel":
@@ -560,7 +580,7 @@ def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
                 assert signal.returncode == 0, signal.stderr
                 waiting.discard(name)
         time.sleep(0.2)
-    assert not waiting, f"never started: {waiting}"
+    assert not waiting and not warned, f"never started: {waiting} {warned}"
 
 
 def _building_environment(devcluster, job_id: str) -> bool:
@@ -767,6 +787,11 @@ def _check_runs(ran: Ran, sweep, failing: set, digest: str, devcluster, again=fr
         assert found["parameters"] == {n: values[n] for n in names if n in ("lr", "seed", "fail")}
         assert found["argv"][1::2] == [values[n] for n in names], found["argv"]
         assert (found["run"], found["name"]) == (str(run.number), run.folder)
+        own = SITES[ran.case.site].checkpoint_root
+        checkpoints = ran.checkpoints / run.folder if own else folder / "checkpoints"
+        if ran.case.chain:  # run.json is the second part's: it found only the run's own first
+            _check_chained_run(found, folder, checkpoints, digest)
+            continue
         # No other run's checkpoint or result was there when it started: only its own save
         # from its failed first try, when it is run again.
         assert found["checkpoints_before"] == (["failed-once"] if run.number in again else [])
@@ -775,13 +800,28 @@ def _check_runs(ran: Ran, sweep, failing: set, digest: str, devcluster, again=fr
             continue
         part = "0" if grouped else str(run.number)
         assert (folder / f"result-{part}.txt").read_text() == digest, run.folder
-        own = SITES[ran.case.site].checkpoint_root
-        checkpoints = ran.checkpoints / run.folder if own else folder / "checkpoints"
         assert (checkpoints / f"part-{part}.ckpt").read_text() == f"part {part}"
         for probe in map(json.loads, map(pathlib.Path.read_text, folder.glob("probe-*.json"))):
             if probe["stage_dir"].startswith(("/localscratch/", "/processing/")):
                 work_dir = str(pathlib.PurePosixPath(probe["stage_dir"]).parent)
                 assert _gone(devcluster, work_dir), f"{work_dir} was left on a node"
+
+
+def _check_chained_run(
+    found: dict, folder: pathlib.Path, checkpoints: pathlib.Path, digest
+) -> None:
+    """Both parts of the run's chain ran in its task, the second resuming from the first's
+    checkpoint in the run's own folder, with the first's results and log lines kept."""
+    assert found["checkpoints_before"] == ["part-1.ckpt"], found
+    assert {"log.txt", "result-1.txt"} <= set(found["results_before"]), found
+    for part in ("1", "2"):
+        assert (folder / f"result-{part}.txt").read_text() == digest, folder
+        assert (checkpoints / f"part-{part}.ckpt").read_text() == f"part {part}"
+    assert (folder / "log.txt").read_text().splitlines() == ["part 1", "part 2"]
+    [second] = [json.loads(p.read_text()) for p in folder.glob("probe-2-*.json")]
+    assert second["resumed_from"] == "part 1"
+    assert second["last_checkpoint"] == str(checkpoints / "part-1.ckpt")
+    assert list(folder.glob("usr1-*")), "the first part did not hear Slurm's warning"
 
 
 def _rerun_failed(ran: Ran, sweep, failing: set, digest: str, devcluster) -> None:

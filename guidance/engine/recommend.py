@@ -3,7 +3,6 @@
 import math
 from dataclasses import replace
 
-from guidance.engine import sources
 from guidance.engine.advice import advise
 from guidance.engine.launch import plan_launch
 from guidance.engine.notes import Notes
@@ -42,12 +41,13 @@ def recommend(spec: JobSpec, cluster: Cluster) -> Recommendation:
     )
     chain = plan_chain(spec, cluster, partition, notes)
     if chain and sweep:
-        notes.error(
+        notes.tip(
             "sweep_of_chains",
-            f"Each run takes {spec.hours:g} h, longer than one job, so it would be a chain of "
-            f"{chain.jobs} jobs; the portal does not yet chain the runs of a sweep. Make each "
-            f"run fit in {chain.hours_per_job:g} h, or compose each run as a chain of its own.",
-            sources.SIMILAR_JOBS,
+            f"Each run takes {spec.hours:g} h: a chain of up to {chain.jobs} jobs of "
+            f"{chain.hours_per_job:g} h. When Slurm warns a run that its time is nearly up, the "
+            "program saves and stops, and the script puts that run alone back in the queue "
+            "(scontrol requeue), where it resumes from its own checkpoint.",
+            chain.source,
             "hours",
         )
     launch = plan_launch(spec, notes)

@@ -267,9 +267,9 @@ def plan(
             1,
             minutes_per_run,
             gpu_hours,
-            f"{runs} runs of {minutes_per_run} min each: one job array, a task per run{cap}, "
-            "so that each run waits in the queue only for its own GPUs and a failed run can be "
-            "run again alone.",
+            f"{runs} runs of {_duration(minutes_per_run)} each: one job array, a task per "
+            f"run{cap}, so that each run waits in the queue only for its own GPUs and a failed "
+            "run can be run again alone.",
             sources.SIMILAR_JOBS,
         )
     # As few jobs as the time limit allows: one, where all the runs fit in it.
@@ -289,6 +289,10 @@ def plan(
         f"{SHORT_RUN_MINUTES} min a run would wait and start longer than it works).",
         sources.SIMILAR_JOBS,
     )
+
+
+def _duration(minutes: int) -> str:
+    return f"{minutes} min" if minutes < 120 else f"{minutes / 60:g} h"
 
 
 def groups(runs: Sequence[int], per_job: int) -> list[list[int]]:

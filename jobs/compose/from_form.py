@@ -60,7 +60,10 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
     chain = rec.chain
     sweep = rec.sweep if rec.spec.sweep else None
     grouped = sweep is not None and sweep.grouping == Grouping.GROUPED
-    array = chain.array if chain else _sweep_array(sweep, rec.spec.runs_at_once)
+    if sweep is not None:  # a run's chain is its own array task, requeued for each part
+        array = _sweep_array(sweep, rec.spec.runs_at_once)
+    else:
+        array = chain.array if chain else ""
     work_tier = storage.work_tier
     environment = rec.cluster.environment
     return ScriptSpec(
@@ -96,6 +99,7 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
         command=data["command"],
         sweep=rec.spec.sweep if sweep else None,
         grouped_runs=sweep.runs_per_job if grouped else 0,
+        chain_parts=chain.jobs if chain and sweep else 0,
         staging=tuple(_stage(s) for s in storage.staging),
         copy_back=_stage(storage.copy_back) if storage.copy_back else None,
         cleanup=_stage(storage.cleanup) if storage.cleanup else None,
@@ -104,12 +108,19 @@ def script_spec(data: dict, rec: Recommendation) -> ScriptSpec:
             for what, reason in [
                 ("Data", storage.reason),
                 ("GPU", choice.reason),
-                *([("Chain", chain.reason)] if chain else []),
+                *([("Chain", _chain_reason(rec))] if chain else []),
                 *([("Sweep", sweep.reason)] if sweep else []),
-                *_checkpoints(storage, data["job_name"], rec.spec.checkpointing),
+                *_checkpoints(storage, data["job_name"], rec.spec.checkpointing, sweep is not None),
             ]
         ),
     )
+
+
+def _chain_reason(rec: Recommendation) -> str:
+    """A sweep's runs are chained by requeueing their own tasks, not by an array of parts."""
+    if rec.sweep:
+        return next(n.message for n in rec.tips if n.code == "sweep_of_chains")
+    return rec.chain.reason
 
 
 def _sweep_array(plan: SweepPlan | None, at_once: int) -> str:
@@ -119,12 +130,15 @@ def _sweep_array(plan: SweepPlan | None, at_once: int) -> str:
     return f"1-{plan.jobs}" + (f"%{at_once}" if at_once else "")
 
 
-def _checkpoints(storage: engine.types.StoragePlan, job_name: str, checkpointing: bool) -> list:
+def _checkpoints(
+    storage: engine.types.StoragePlan, job_name: str, checkpointing: bool, sweep: bool
+) -> list:
     """Where a checkpointing job keeps its checkpoints, and why, for the script's header."""
     plan = storage.checkpoints
     if plan is None or not checkpointing:
         return []
-    return [("Checkpoints", f"in {plan.folder(job_name)}. {plan.reason}")]
+    folder = f"{plan.folder(job_name)}{'/<run folder>, one per run' if sweep else ''}"
+    return [("Checkpoints", f"in {folder}. {plan.reason}")]
 
 
 def _stage(step: engine.types.Step) -> Stage:

@@ -78,6 +78,9 @@ def _header(spec: ScriptSpec) -> list[str]:
     ]
     if spec.array:
         lines.append(f"#SBATCH --array={spec.array}")
+    if spec.chain_parts:
+        # Each run's task requeues itself for its next part; its output keeps every part's.
+        lines += ["#SBATCH --requeue", "#SBATCH --open-mode=append"]
     if spec.checkpointing:
         # B: the batch shell gets the signal and passes it on to the program (see the trap).
         lines.append(f"#SBATCH --signal=B:USR1@{warning_seconds(spec.time)}")
@@ -257,6 +260,8 @@ def _finish(spec: ScriptSpec) -> list[str]:
     elif cleanup:
         body += [f"    {line}" for line in _comment(cleanup.comment)]
         body.append(f"    {cleanup.command} || true")
+    if spec.chain_parts:
+        body += sweep_script.requeue_lines(spec)
     lines += body or ["    :"]
     lines += ["}", "trap finish EXIT"]
     if spec.checkpointing:
@@ -267,7 +272,9 @@ def _finish(spec: ScriptSpec) -> list[str]:
             "# data is staged) is kept for the program, which gets it once it has started.",
             'program=""',
             'usr1_pending=""',
+            'usr1_seen=""  # the warning came: the program was told to save and stop',
             "forward_usr1() {",
+            "    usr1_seen=1",
             '    if [ -n "$program" ]; then',
             '        kill -USR1 "$program" 2>/dev/null || true',
             "    else",
@@ -306,6 +313,7 @@ _SEED = 'rsync -a --exclude=/checkpoints/ --exclude="/node-*/"'
 
 
 def _earlier_parts(spec: ScriptSpec) -> list[str]:
+    part = "$CHAIN_PART" if spec.chain_parts else "${SLURM_ARRAY_TASK_ID:-1}"
     lines = [
         *_comment(
             "A later part of the chain starts from the results the earlier parts kept, as the "
@@ -313,7 +321,7 @@ def _earlier_parts(spec: ScriptSpec) -> list[str]:
             "so a file that every part adds to (a log, a table of metrics) keeps all their "
             "lines only this way. It costs a copy of the results onto the node per part."
         ),
-        'if [ "${SLURM_ARRAY_TASK_ID:-1}" -gt 1 ]; then',
+        f'if [ "{part}" -gt 1 ]; then',
         f'    {_SEED} "$RESULTS_DEST"/ "$RESULTS_DIR"/',
     ]
     if spec.nodes > 1:

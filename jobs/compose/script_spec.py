@@ -88,6 +88,9 @@ class ScriptSpec:
     # grouped_runs, that many runs one after another in each job.
     sweep: Sweep | None = None
     grouped_runs: int = 0
+    # A sweep of chains: each run's array task requeues itself for its next part, this many at
+    # most (array indices are the runs, so they cannot also be the parts).
+    chain_parts: int = 0
     reasons: tuple[str, ...] = field(default=(), compare=False)
 
     @property

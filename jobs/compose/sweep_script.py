@@ -66,7 +66,28 @@ def values(spec: ScriptSpec, checkpoint_dir: str) -> list[str]:
     ]
     if not spec.grouped_runs:
         lines += ["# This array task's run.", 'sweep_run "$SLURM_ARRAY_TASK_ID"']
+    if spec.chain_parts:
+        lines += [
+            "# Which part of the run's chain this is: Slurm counts the times it requeued the task.",
+            "CHAIN_PART=$((${SLURM_RESTART_COUNT:-0} + 1))",
+            "export CHAIN_PART",
+        ]
     return lines
+
+
+def requeue_lines(spec: ScriptSpec) -> list[str]:
+    """At the very end of finish(): the run's next part, when this one saved on Slurm's warning.
+    Requeued, the task starts again from the top with its own folders (about two minutes later:
+    Slurm holds a requeued job back that long) and resumes from its newest checkpoint."""
+    parts = spec.chain_parts
+    return [
+        "    # Saved on Slurm's warning, with parts left: the run goes back in the queue, alone.",
+        f'    if [ -n "${{usr1_seen:-}}" ] && [ "$code" = 0 ] && [ "$CHAIN_PART" -lt {parts} ]',
+        "    then",
+        '        scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}" ||',
+        '            echo "The run could not be put back in the queue for its next part." >&2',
+        "    fi",
+    ]
 
 
 def header(sweep: Sweep) -> tuple[str, ...]:
