@@ -141,7 +141,10 @@ def test_short_runs_go_in_one_job_where_they_fit_and_runs_on_nodes_never_group()
     sweep = from_grid({"lr": [str(i) for i in range(12)]}, "x")
     one = plan(sweep, 10, 1)
     assert (one.grouping, one.jobs, one.runs_per_job, one.minutes_per_job) == (
-        Grouping.GROUPED, 1, 12, 120,
+        Grouping.GROUPED,
+        1,
+        12,
+        120,
     )
     assert "one job running 12 of them" in one.reason
     split = plan(sweep, 10, 1, max_minutes=50)  # 5 runs fit: 3 jobs of 4, not 5, 5 and 2

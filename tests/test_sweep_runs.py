@@ -1,19 +1,26 @@
-"""A sweep followed as one: its runs on the job page (values, states, exit codes, times, nodes,
-outliers), sorted by any column, and "Re-run failed runs" making a job that runs only those.
-Built from composed sweep scripts, the poller's task rows and a runs.tsv's text: no Slurm."""
+"""A sweep followed as one: its runs on the job page and in the API (values, states, exit codes,
+times, nodes, outliers), sorted by any column, and "Re-run failed runs" making a job that runs
+only those, once per key. Built from composed sweep scripts, the poller's task rows and a
+runs.tsv's text: no Slurm."""
 
 import re
+import subprocess
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
 from guidance.models import Cluster
+from jobs.cluster import tracking
+from jobs.cluster.remote import RUNS_CAP, RUNS_PROBE, Snapshot
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.models import GpuDevice, Job, JobState, JobTask, RunsTable
 from jobs.runs.table import array_numbers, lines_of, results_folder
+from jobs.slurm.sacct import parse_sacct
+from tests.test_api_jobs import _auth, _errors, stranger  # noqa: F401  (the imported fixture)
 from tests.test_job_pages import _account
 
 SWEEP = {
@@ -187,6 +194,16 @@ def test_another_user_sees_no_runs(stranger_client, array_job):
         assert stranger_client.get(url).status_code == 404
     assert stranger_client.post(f"/jobs/{array_job.pk}/rerun-failed/").status_code == 404
     assert Job.objects.count() == 1
+
+
+def test_the_poll_keeps_the_node_each_task_ran_on(user, account):
+    job = _job(user, account, "#!/bin/bash\n", slurm_id="35", state=JobState.PENDING)
+    sacct = (Path(__file__).parent / "slurm_output" / "sacct.txt").read_text()
+    ended = "2026-11-22T04:08:15|a100-1|"  # task 2's end and node
+    sacct = sacct.replace(ended, "2026-11-22T04:08:15|a100-7|")
+    tracking.apply(Snapshot([], parse_sacct(sacct)), [job])
+    nodes = dict(job.tasks.values_list("task_id", "nodes"))
+    assert nodes == {"1": "a100-1", "2": "a100-7", "3": "a100-1"}
 
 
 def test_a_task_that_has_not_started_has_no_output_to_read(user_client, array_job):
@@ -367,3 +384,141 @@ def test_only_the_jobs_own_lines_are_its_runs():
 )
 def test_the_array_line_gives_the_runs(line, numbers):
     assert array_numbers(f"#SBATCH --array={line}\n") == numbers
+
+
+# --- The API ---------------------------------------------------------------------------------
+
+
+def test_a_sweeps_runs_are_in_the_job(client, secret, grouped_job):
+    body = client.get(f"/api/v1/jobs/{grouped_job.pk}", headers=_auth(secret)).json()
+    runs = {run["number"]: run for run in body["runs"]}
+    assert list(runs) == [1, 2, 3, 4, 5, 6]
+    assert runs[4] == {
+        "number": 4,
+        "folder": "run-004_lr-0.01_seed-1",
+        "values": {"lr": "0.01", "seed": "1"},
+        "state": "FAILED",
+        "state_label": "Failed",
+        "outcome": "failed",
+        "exit_code": 3,
+        "elapsed_seconds": 20,
+        "node": "ng101",
+        "gpu_utilization": None,
+        "outlier": "fast",
+        "output_path": "portal-jobs/sweep1/slurm-700.out",
+        "output_task": "",
+    }
+    assert runs[3]["outlier"] == "slow" and runs[6]["state"] == "TIMEOUT"
+    summary = body["runs_summary"]
+    assert (summary["runs"], summary["completed"], summary["failed"]) == (6, 4, 2)
+    assert round(summary["gpu_hours"], 3) == round(1820 / 3600, 3)
+    assert summary["median_seconds"] == 300
+    assert body["rerun_of"] is None and body["reruns"] == []
+
+
+def test_an_arrays_runs_name_their_tasks_output(client, secret, array_job):
+    body = client.get(f"/api/v1/jobs/{array_job.pk}", headers=_auth(secret)).json()
+    second = body["runs"][1]
+    assert (second["state"], second["exit_code"], second["node"]) == ("FAILED", 1, "ng102")
+    assert second["output_task"] == "2"
+    assert body["runs"][5]["outcome"] == "waiting"
+    refused = client.get(
+        f"/api/v1/jobs/{array_job.pk}/output", {"task": "6"}, headers=_auth(secret)
+    )
+    assert "no array task 6" in _errors(refused)["task"][1]
+
+
+def test_the_api_gives_no_runs_for_a_job_that_is_not_a_sweep(client, secret, user, account):
+    job = _job(user, account, "#!/bin/bash\necho hi\n", state=JobState.FAILED)
+    body = client.get(f"/api/v1/jobs/{job.pk}", headers=_auth(secret)).json()
+    assert body["runs"] is None and body["runs_summary"] is None
+    response = client.post(f"/api/v1/jobs/{job.pk}/rerun-failed", headers=_auth(secret))
+    assert _errors(response)[None][0] == "not_a_sweep"
+
+
+def test_the_failed_runs_run_again_once_per_key(client, secret, grouped_job):
+    headers = _auth(secret) | {"Idempotency-Key": "again-1"}
+    url = f"/api/v1/jobs/{grouped_job.pk}/rerun-failed"
+    made = client.post(url, headers=headers)
+    assert made.status_code == 201
+    again = Job.objects.get(pk=made.json()["id"])
+    assert again.rerun_of == grouped_job and 'SWEEP_RUNS="4 6"' in again.script
+    retried = client.post(url, headers=headers)
+    assert retried.status_code == 200 and retried.json()["id"] == again.pk
+    assert Job.objects.count() == 2
+    body = client.get(f"/api/v1/jobs/{again.pk}", headers=_auth(secret)).json()
+    assert body["rerun_of"] == grouped_job.pk
+    assert [run["number"] for run in body["runs"]] == [4, 6]
+    old = client.get(f"/api/v1/jobs/{grouped_job.pk}", headers=_auth(secret)).json()
+    assert old["reruns"] == [again.pk]
+
+
+def test_a_running_sweep_is_not_re_run(client, secret, array_job):
+    response = client.post(f"/api/v1/jobs/{array_job.pk}/rerun-failed", headers=_auth(secret))
+    assert response.status_code == 409
+    assert "has not finished" in response.json()["detail"]
+
+
+def test_a_sweep_with_no_failed_run_is_not_re_run(client, secret, user, account, scripts):
+    ended = timezone.now() - timedelta(hours=1)
+    job = _job(user, account, scripts["array"], state=JobState.COMPLETED, ended=ended)
+    for number in range(1, 7):
+        _task(job, number, JobState.COMPLETED, 0, seconds=600)
+    _table(job, [_line(1, "0.1", 1, 0, 600, "500_1")])
+    response = client.post(f"/api/v1/jobs/{job.pk}/rerun-failed", headers=_auth(secret))
+    assert response.status_code == 409
+    assert "No run of this sweep failed" in response.json()["detail"]
+
+
+def test_another_users_token_cannot_re_run(client, stranger, grouped_job):  # noqa: F811
+    response = client.post(f"/api/v1/jobs/{grouped_job.pk}/rerun-failed", headers=_auth(stranger))
+    assert response.status_code == 404
+    assert client.get(f"/api/v1/jobs/{grouped_job.pk}", headers=_auth(stranger)).status_code == 404
+    assert Job.objects.count() == 1
+
+
+def test_the_schema_documents_the_runs(client, db):
+    schema = client.get("/api/v1/openapi.json").json()
+    assert "post" in schema["paths"]["/api/v1/jobs/{job_id}/rerun-failed"]
+    responses = schema["paths"]["/api/v1/jobs/{job_id}/rerun-failed"]["post"]["responses"]
+    assert {"200", "201", "404", "409", "422"} <= set(responses)
+    run = schema["components"]["schemas"]["RunOut"]["properties"]
+    for name in ("number", "values", "state", "exit_code", "elapsed_seconds", "node", "outlier"):
+        assert run[name].get("description"), name
+    assert "runs" in schema["components"]["schemas"]["JobDetailOut"]["properties"]
+
+
+# --- The read on the cluster: the shell it runs, run here ------------------------------------
+
+
+def _probe(home, *parts: str, fallbacks: tuple[str, ...] = ()) -> tuple[str, str, str]:
+    argv = ["bash", "-c", RUNS_PROBE, "portal-runs", str(RUNS_CAP), str(len(parts)), *parts]
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([*argv, *fallbacks], env=env, capture_output=True, text=True, check=True)
+    path, what, text = [*out.stdout.split("\n", 2), "", ""][:3]
+    return path, what, text
+
+
+def test_the_read_takes_each_runs_own_line_else_the_table(tmp_path):
+    results = tmp_path / "my results"
+    (results / ".runs").mkdir(parents=True)
+    assert _probe(tmp_path, "var:HOME", "text:/my results")[1] == "missing"
+    (results / "runs.tsv").write_text(HEADER + "\n" + _line(1, "0.1", 1, 0, 5, "9") + "\n")
+    path, what, text = _probe(tmp_path, "var:HOME", "text:/my results")
+    assert (path, what) == (str(results), "table") and lines_of(text, "9")[1].elapsed_seconds == 5
+    # A run's own line is there even when the table was not made again (no lock, say).
+    (results / ".runs" / "run-002_lr-0.1_seed-2.tsv").write_text(_line(2, "0.1", 2, 1, 6, "9"))
+    (results / ".runs" / "table.123").write_text("half a table")
+    what, text = _probe(tmp_path, "var:HOME", "text:/my results")[1:]
+    assert what == "lines" and list(lines_of(text, "9")) == [2]
+
+
+def test_the_read_expands_variables_and_evaluates_nothing(tmp_path):
+    folder = tmp_path / "$(touch pwned)"
+    folder.mkdir()
+    (folder / "runs.tsv").write_text(HEADER + "\n")
+    assert _probe(tmp_path, "var:PROJECT", "text:/$(touch pwned)")[1] == "unset PROJECT"
+    found = _probe(
+        tmp_path, "var:PROJECT", "text:/$(touch pwned)", fallbacks=(f"PROJECT={tmp_path}",)
+    )
+    assert found[1] == "table" and not (tmp_path / "pwned").exists()
