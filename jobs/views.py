@@ -81,6 +81,7 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
     if not obj.is_final and obj.account_id:
         polling.wake(pk=obj.account_id)  # polled every beat while someone looks
     ctx = {"job": obj, "events": obj.events.all(), "tasks": obj.tasks.all()}
+    ctx["sweep"] = listing.is_sweep(obj)  # its tasks are its runs, in the Runs table
     if request.htmx:
         response = render(request, "jobs/job.html#status", ctx)
         # 286 swaps this last answer in and tells htmx to stop asking.

@@ -18,6 +18,7 @@ from jobs.cluster.remote import RUNS_CAP, RUNS_PROBE, Snapshot
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.models import GpuDevice, Job, JobState, JobTask, RunsTable
+from jobs.runs import reading
 from jobs.runs.table import array_numbers, lines_of, results_folder
 from jobs.slurm.sacct import parse_sacct
 from tests.test_api_jobs import _auth, _errors, stranger  # noqa: F401  (the imported fixture)
@@ -486,6 +487,25 @@ def test_the_schema_documents_the_runs(client, db):
     for name in ("number", "values", "state", "exit_code", "elapsed_seconds", "node", "outlier"):
         assert run[name].get("description"), name
     assert "runs" in schema["components"]["schemas"]["JobDetailOut"]["properties"]
+
+
+def test_the_cluster_is_asked_now_and_then_and_once_after_the_end(user, account, scripts):
+    now = timezone.now()
+    job = _job(user, account, scripts["grouped"], started=now - timedelta(hours=1))
+    assert reading.due(job, None)  # never read
+    table = RunsTable(job=job, read_at=now - timedelta(seconds=10))
+    assert not reading.due(job, table)  # a page that refreshes every few seconds waits
+    table.read_at = now - timedelta(seconds=reading.RUNS_READ_SECONDS + 1)
+    assert reading.due(job, table)  # running: read again
+    job.state, job.ended = JobState.COMPLETED, now - timedelta(minutes=5)
+    table.read_at = now - timedelta(minutes=6)
+    assert reading.due(job, table)  # read before it ended: once more
+    table.read_at = now - timedelta(minutes=2)
+    assert not reading.due(job, table)  # read after it ended: the lines are all there
+    table.error = "The cluster did not answer."
+    assert reading.due(job, table)  # unless that read failed
+    other = _job(user, account, "#!/bin/bash\necho hi\n", slurm_id="9", started=now)
+    assert not reading.due(other, None)  # not a sweep: nothing to read
 
 
 # --- The read on the cluster: the shell it runs, run here ------------------------------------

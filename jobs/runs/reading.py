@@ -31,8 +31,9 @@ def due(job: Job, table: RunsTable | None) -> bool:
         return True
     if timezone.now() - table.read_at < timedelta(seconds=RUNS_READ_SECONDS):
         return False
-    read_after_end = job.ended is not None and table.read_at > job.ended + CLOCK_MARGIN
-    return not job.is_final or bool(table.error) or not read_after_end
+    # A job that ended with no end time (sacct did not say) counts from its start.
+    end = job.ended or job.started
+    return not job.is_final or bool(table.error) or table.read_at <= end + CLOCK_MARGIN
 
 
 def refresh(job: Job) -> None:
