@@ -310,6 +310,10 @@ class Job(models.Model):
     replaces = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaced_by"
     )
+    # The sweep whose failed runs this job runs again (its script runs only those: jobs.runs).
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
     # Submitted by the portal, or found in the user's accounting (sbatch in a terminal).
     origin = models.CharField(max_length=10, choices=JobOrigin, default=JobOrigin.PORTAL)
     # Where sbatch ran (sacct's WorkDir), for a job submitted outside the portal: its output is
@@ -478,6 +482,7 @@ class JobTask(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     ended = models.DateTimeField(null=True, blank=True)
+    nodes = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["job", "slurm_id"]
@@ -489,6 +494,20 @@ class JobTask(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in JobState.final()
+
+
+class RunsTable(models.Model):
+    """A sweep's runs.tsv as last read from its results folder on the cluster (each run's exit
+    code, time and node, written by the script), kept so that the page asks the cluster at most
+    once in a while, and never again once read after the job ended (jobs.runs.reading)."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="runs_table")
+    text = models.TextField(blank=True, help_text="The file as read; empty when not there yet.")
+    read_at = models.DateTimeField()
+    error = models.TextField(blank=True, help_text="Why the last read failed, if it did.")
+
+    def __str__(self) -> str:
+        return f"Runs of {self.job}"
 
 
 class JobEvent(models.Model):

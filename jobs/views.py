@@ -20,12 +20,14 @@ from guidance.engine.efficiency import apply_suggestions
 from jobs import polling, tasks
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
+from jobs.compose import sending
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sooner import can_start_sooner
 from jobs.gpu import efficiency, program_check
 from jobs.gpu.monitoring import is_monitored
 from jobs.models import ClusterAccount, Composition, Job, JobState
+from jobs.runs import listing, reading, rerun
 
 PAGE_SIZE = 25
 
@@ -79,13 +81,94 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
     if not obj.is_final and obj.account_id:
         polling.wake(pk=obj.account_id)  # polled every beat while someone looks
     ctx = {"job": obj, "events": obj.events.all(), "tasks": obj.tasks.all()}
+    ctx["sweep"] = listing.is_sweep(obj)  # its tasks are its runs, in the Runs table
     if request.htmx:
         response = render(request, "jobs/job.html#status", ctx)
         # 286 swaps this last answer in and tells htmx to stop asking.
         return response if not obj.is_final else stop_polling(response)
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
     more = {"monitored": monitored, "can_start_sooner": obj.mine and can_start_sooner(obj)}
+    more |= _rerun_links(obj) | _runs_context(request, obj)
     return render(request, "jobs/job.html", ctx | _gpu_context(obj) | more)
+
+
+@login_required
+@require_safe
+def job_runs(request: HttpRequest, pk: int) -> HttpResponse:
+    """A sweep's runs alone, for htmx to refresh while it runs and to sort."""
+    obj = _get_job_for_user(request, pk, to_act=False)
+    if not request.htmx:  # a sort link followed without JavaScript: the whole page, sorted
+        query = urlencode({"sort": request.GET.get("sort", "")})
+        return redirect(f"{obj.get_absolute_url()}?{query}#job-runs")
+    ctx = _runs_context(request, obj)
+    if not ctx:
+        return stop_polling(HttpResponse(""))
+    response = render(request, "jobs/job_runs.html", ctx)
+    return stop_polling(response) if obj.is_final else response
+
+
+def _runs_context(request: HttpRequest, obj: Job) -> dict:
+    """A sweep's runs, sorted as asked; {} for a job that is not a sweep."""
+    if not listing.is_sweep(obj):
+        return {}
+    if obj.mine:  # the lines are in the owner's results folder, read through their login
+        reading.refresh(obj)
+    runs = listing.runs_of(obj)
+    ordered, sort = listing.sorted_runs(runs, request.GET.get("sort", "run"))
+    refused = rerun.refusal(obj, runs)
+    return {
+        "job": obj,
+        "runs": runs,
+        "ordered_runs": ordered,
+        "columns": _columns(runs, sort),
+        "sort": sort,
+        "can_rerun": obj.mine and refused is None,
+        "rerun_key": sending.new_key(),
+    }
+
+
+def _columns(runs: listing.Runs, sort: str) -> list[dict]:
+    """The table's headers: each sorts by its column, and the second click the other way."""
+    named = [("run", "Run")]
+    named += [(f"param:{name}", name) for name in runs.names]
+    named += [("state", "State"), ("exit", "Exit code"), ("elapsed", "Time"), ("node", "Node")]
+    if not runs.grouped:
+        named.append(("gpu", "GPU use"))
+    return [
+        {
+            "key": key,
+            "label": label,
+            "next": f"-{key}" if sort == key else key,
+            "order": "ascending" if sort == key else "descending" if sort == f"-{key}" else "",
+        }
+        for key, label in named
+    ]
+
+
+def _rerun_links(obj: Job) -> dict:
+    """The sweep this job re-runs the failed runs of, and the jobs that re-run this one's."""
+    return {
+        "rerun_of_numbers": rerun.numbers_run(obj) if obj.rerun_of_id else [],
+        "reruns": [(again, rerun.numbers_run(again)) for again in obj.reruns.all()],
+    }
+
+
+@login_required
+@require_POST
+def job_rerun_failed(request: HttpRequest, pk: int) -> HttpResponse:
+    """A new job that runs the sweep's failed runs again, and only those."""
+    obj = _get_job_for_user(request, pk)
+    if sent := sending.already_sent(request):
+        return sent
+    reading.refresh(obj)  # the runs' own lines say which failed
+    runs = listing.runs_of(obj)
+    if refused := rerun.refusal(obj, runs):
+        messages.info(request, refused.message)
+        return redirect(obj)
+    again, _ = rerun.rerun(obj, runs, sending.key_of(request))
+    numbers = ", ".join(str(run.number) for run in runs.failed)
+    messages.success(request, f"Runs {numbers} are queued to run again as this job.")
+    return redirect(again)
 
 
 @login_required
@@ -146,15 +229,19 @@ OUTSIDE_OUTPUT = (
 def job_output(request: HttpRequest, pk: int) -> HttpResponse:
     obj = _get_job_for_user(request, pk)
     stream = "err" if request.GET.get("stream") == "err" else "out"
+    task = request.GET.get("task", "")
     text, error = "", ""
     if obj.is_outside:
         error = OUTSIDE_OUTPUT  # its script chose where it writes; the portal's folder is not it
+    elif task and not obj.tasks.filter(task_id=task).exists():
+        error = f"This job has no array task {task} that has started: it has no output yet."
     elif obj.slurm_id:
         try:
-            text = remote.output_tail(obj, stream).decode(errors="replace")
+            text = remote.output_tail(obj, stream, task).decode(errors="replace")
         except ClusterError as failure:
             error = failure.message
     ctx = {"job": obj, "stream": stream, "text": text, "error": error, "cap": remote.OUTPUT_CAP}
+    ctx["task"] = task
     return render(request, "jobs/job_output.html", ctx)
 
 

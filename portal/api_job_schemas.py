@@ -15,6 +15,7 @@ from guidance.engine.efficiency import EfficiencyReport
 from guidance.engine.script_check.check import MAX_CHARS
 from jobs.gpu import efficiency
 from jobs.models import Job, JobOrigin, JobState
+from jobs.runs import listing, reading
 from portal.api_schemas import ScriptIn
 
 # --- Submissions ---------------------------------------------------------------------------
@@ -248,6 +249,84 @@ def efficiency_out(report: EfficiencyReport | None) -> dict[str, Any] | None:
     }
 
 
+class RunOut(Schema):
+    """One run of a sweep, as the job page's Runs table shows it."""
+
+    number: int = Field(description="The run's number in the sweep, as in its folder's name.")
+    folder: str = Field(description="Its folder under the results folder, e.g. run-007_lr-0.01.")
+    values: dict[str, str] = Field(description="Its parameters' values, by parameter name.")
+    state: str = Field(
+        description="Its array task's state, or its group's while it waits or runs; COMPLETED "
+        "or FAILED from the exit code the run wrote in runs.tsv."
+    )
+    state_label: str
+    outcome: listing.Outcome = Field(
+        description="waiting, running, completed, failed (a non-zero exit code, or it did not "
+        "finish), or unknown (the job ended and its line could not be read)."
+    )
+    exit_code: int | None = Field(description="The run's exit code; null until it has ended.")
+    elapsed_seconds: int | None = Field(
+        description="The run's own time, so far while it runs; null when not known."
+    )
+    node: str = Field(description="The node it ran on, when known.")
+    gpu_utilization: float | None = Field(
+        description="Mean compute use of its GPUs, %, for a run that is an array task of its "
+        "own; null for runs grouped in one job, which share its GPUs in turn."
+    )
+    outlier: str = Field(
+        description="'slow' (over twice the runs' median time), 'fast' (under half), or ''."
+    )
+    output_path: str = Field(
+        description="Its stdout on the cluster, from your home folder (a grouped run shares "
+        "its job's); '' before Slurm has the job."
+    )
+    output_task: str = Field(
+        description="The array task whose output it is: pass it as ?task= to the output "
+        "endpoint; '' for the job's own output."
+    )
+
+    @staticmethod
+    def resolve_values(run: listing.SweepRun) -> dict[str, str]:
+        return dict(run.values)
+
+    @staticmethod
+    def resolve_output_path(run: listing.SweepRun) -> str:
+        return run.output
+
+    @staticmethod
+    def resolve_output_task(run: listing.SweepRun) -> str:
+        return run.task
+
+
+class RunsSummaryOut(Schema):
+    runs: int = Field(description="How many runs this job runs.")
+    completed: int
+    failed: int
+    running: int
+    waiting: int
+    unknown: int
+    gpu_hours: float | None = Field(
+        description="GPU-hours of the runs' own times (times the GPUs each holds)."
+    )
+    median_seconds: float | None = Field(
+        description="The median time of the runs that ended; null under three such runs."
+    )
+    note: str = Field(description="Why exit codes or times are missing, when they are.")
+    read_at: datetime | None = Field(
+        description="When the runs' lines (runs.tsv) were last read from the cluster."
+    )
+
+
+def sweep_runs(job: Job, context: dict) -> listing.Runs | None:
+    """The job's runs, once per answer; read from the cluster first for their owner (as the
+    page does), when due."""
+    if not hasattr(job, "_api_runs"):
+        if listing.is_sweep(job) and job.owner_id == context["request"].auth.user.pk:
+            reading.refresh(job)
+        job._api_runs = listing.runs_of(job)
+    return job._api_runs
+
+
 class JobDetailOut(JobOut):
     signal: int | None
     cpus: int | None
@@ -257,10 +336,45 @@ class JobDetailOut(JobOut):
     efficiency: EfficiencyOut | None = Field(
         description="Once the job has ended: how well it used what it asked for."
     )
+    runs: list[RunOut] | None = Field(
+        description="A sweep's runs, by number; null for a job that is not a portal sweep."
+    )
+    runs_summary: RunsSummaryOut | None = Field(description="What a sweep's runs add up to.")
+    rerun_of: int | None = Field(
+        description="The sweep whose failed runs this job runs again (its id)."
+    )
+    reruns: list[int] = Field(description="The jobs that run this sweep's failed runs again.")
 
     @staticmethod
     def resolve_events(job: Job) -> Any:
         return job.events.all()
+
+    @staticmethod
+    def resolve_runs(job: Job, context: dict) -> list[listing.SweepRun] | None:
+        found = sweep_runs(job, context)
+        return found.runs if found else None
+
+    @staticmethod
+    def resolve_runs_summary(job: Job, context: dict) -> dict[str, Any] | None:
+        found = sweep_runs(job, context)
+        if found is None:
+            return None
+        return {
+            "runs": len(found.runs),
+            **{str(outcome): count for outcome, count in found.counts.items()},
+            "gpu_hours": found.gpu_hours,
+            "median_seconds": found.median_seconds,
+            "note": found.note,
+            "read_at": found.read_at,
+        }
+
+    @staticmethod
+    def resolve_rerun_of(job: Job) -> int | None:
+        return job.rerun_of_id
+
+    @staticmethod
+    def resolve_reruns(job: Job) -> list[int]:
+        return list(job.reruns.values_list("pk", flat=True))
 
     @staticmethod
     def resolve_efficiency(job: Job) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from jobs.cluster.errors import ClusterError
 from jobs.compose import sending, submit
 from jobs.compose.forms import ComposeForm
 from jobs.models import Job, JobState
+from jobs.runs import listing, reading, rerun
 from portal.api_job_schemas import (
     ComposedJobIn,
     Filters,
@@ -259,13 +260,44 @@ def job_cancel(request: HttpRequest, job_id: int) -> Status:
     operation_id="job_output",
     summary="The end of a job's stdout (stream=out) or stderr (stream=err)",
 )
-def job_output(request: HttpRequest, job_id: int, stream: str = "out") -> dict[str, Any]:
-    _only_params(request, "stream")
+def job_output(
+    request: HttpRequest, job_id: int, stream: str = "out", task: str = ""
+) -> dict[str, Any]:
+    _only_params(request, "stream", "task")
     obj = _get_job_for_user(request, job_id)
     if stream not in ("out", "err"):
         raise invalid("stream", "unknown_stream", "The stream is 'out' (stdout) or 'err'.")
+    if task and not obj.tasks.filter(task_id=task).exists():
+        raise invalid(
+            "task", "unknown_task", f"This job has no array task {task} that has started."
+        )
     try:
-        tail = remote.output_tail(obj, stream) if obj.slurm_id else b""
+        tail = remote.output_tail(obj, stream, task) if obj.slurm_id else b""
     except ClusterError as error:
         raise ClusterUnavailable(error) from None
     return {"stream": stream, "text": tail.decode(errors="replace"), "cap_bytes": remote.OUTPUT_CAP}
+
+
+@router.post(
+    "/{job_id}/rerun-failed",
+    response={200: JobOut, 201: JobOut, 403: Message, 404: Message, 409: Message} | COMMON,
+    url_name="job_rerun_failed",
+    operation_id="job_rerun_failed",
+    summary="Run a finished sweep's failed runs again, as a new job that runs only those",
+)
+def job_rerun_failed(request: HttpRequest, job_id: int) -> Status:
+    """201 with the new job (its `rerun_of` is this one); 200 with the job an earlier request
+    with the same Idempotency-Key made. 409 while the sweep runs or when no run failed; 422 for
+    a job that is not a sweep."""
+    obj = _get_job_for_user(request, job_id)
+    key = _key(request, None)
+    if made := sending.made_with(obj.owner, key):
+        return _submitted(submit.Submission(made, created=False))
+    reading.refresh(obj)  # the runs' own lines say which failed
+    runs = listing.runs_of(obj)
+    if refused := rerun.refusal(obj, runs):
+        if refused.conflict:
+            return Status(409, {"detail": refused.message})
+        raise invalid(None, "not_a_sweep", refused.message)
+    again, created = rerun.rerun(obj, runs, key)
+    return _submitted(submit.Submission(again, created))

@@ -253,12 +253,14 @@ def history_since(account: ClusterAccount, since: datetime) -> History:
     return History(parse_sacct(result.stdout), waiting)
 
 
-def output_tail(job: Job, stream: str) -> bytes:
+def output_tail(job: Job, stream: str, task: str = "") -> bytes:
     """The end of the job's stdout or stderr ("out" or "err"), at most OUTPUT_CAP bytes.
 
-    An array (a chain) writes one file per task, slurm-<array id>_<task>: show the newest part's.
+    An array (a chain) writes one file per task, slurm-<array id>_<task>: show the newest part's,
+    or `task`'s (an array task id, checked by the caller).
     """
-    path = f"{job.job_dir}/slurm-{_newest_part(job)}.{stream}"
+    part = f"{job.slurm_id}_{task}" if task else _newest_part(job)
+    path = f"{job.job_dir}/slurm-{part}.{stream}"
     return gateway.read_tail(login_for(job.account), path, OUTPUT_CAP)
 
 
@@ -268,11 +270,11 @@ def _newest_part(job: Job) -> str:
     return f"{job.slurm_id}_{part.task_id}" if part else job.slurm_id
 
 
-# Looks at a data path as a job would see it: $1 how many files to count at most; $2 how many path
-# parts follow, each `var:NAME` (expanded as the job would, never evaluated) or `text:…` (literal);
-# then NAME=value fallbacks for the site's variables. Prints the path, then "folder <files>",
-# "file <bytes>", "other", "missing" or "unset <NAME>".
-PATH_PROBE = r"""
+# A path as a job would see it, for the probes below: $1 a limit; $2 how many path parts follow,
+# each `var:NAME` (expanded as the job would, never evaluated) or `text:…` (literal); then
+# NAME=value fallbacks for the site's variables. Leaves the path in $p, or prints "unset <NAME>"
+# on the second line and exits.
+_EXPANDED_PATH = r"""
 most=$1 count=$2; shift 2
 parts=("${@:1:count}"); shift "$count"
 for pair; do
@@ -291,13 +293,20 @@ for part in "${parts[@]}"; do
 done
 case $p in /*) ;; *) p=./$p ;; esac  # under the home folder; never read as an option
 printf '%s\n' "$p"
-if [ -d "$p" ]; then
+"""
+
+# Looks at a data path (_EXPANDED_PATH, $1 how many files to count at most). Prints the path,
+# then "folder <files>", "file <bytes>", "other", "missing" or "unset <NAME>".
+PATH_PROBE = (
+    _EXPANDED_PATH
+    + r"""if [ -d "$p" ]; then
     printf 'folder %s\n' "$(find "$p" -type f 2>/dev/null | head -n "$most" | wc -l)"
 elif [ -f "$p" ]; then printf 'file %s\n' "$(stat -c %s "$p")"
 elif [ -e "$p" ]; then echo other
 else echo missing
 fi
 """
+)
 
 
 def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) -> PathCheck:
@@ -336,6 +345,59 @@ def check_path(account: ClusterAccount, path: str, fallbacks: dict[str, str]) ->
     if what == "unset":
         return PathCheck("", what, variable=number)
     return PathCheck(lines[0], what, int(number) if number.isdigit() else None)
+
+
+# A sweep's runs (jobs.compose.sweep_script): each run writes its own line in .runs/<folder>.tsv
+# under the sweep's results folder, and runs.tsv is made again from them after each run. The
+# lines themselves are read, newest first, else runs.tsv; at most $1 bytes. Prints the path, then
+# "lines", "table", "missing" or "unset <NAME>", then what was read.
+RUNS_PROBE = (
+    _EXPANDED_PATH
+    + r"""set -- "$p"/.runs/*.tsv
+if [ -f "$1" ]; then echo lines; cat -- "$@" | head -c "$most"
+elif [ -f "$p/runs.tsv" ]; then echo table; head -c "$most" -- "$p/runs.tsv"
+else echo missing
+fi
+"""
+)
+RUNS_CAP = 1024 * 1024  # some ten thousand runs' lines
+
+
+def sweep_runs(
+    account: ClusterAccount, results: list[tuple[str, str]], fallbacks: dict[str, str]
+) -> str:
+    """The lines of a sweep's runs from its results folder, given as path parts ("var", NAME) or
+    ("text", literal) as the script wrote it; "" while none has ended. One command."""
+    login = login_for(account)
+    if login.commands_only:
+        raise ClusterError(
+            ErrorKind.CONFIG,
+            "Through an automation node the portal reads only its own job folders, not the "
+            "sweep's results folder, where each run's exit code and time are.",
+            retryable=False,
+        )
+    parts = [f"{kind}:{value}" for kind, value in results]
+    pairs = [f"{name}={value}" for name, value in fallbacks.items()]
+    argv = ["bash", "-c", RUNS_PROBE, "portal-runs", str(RUNS_CAP), str(len(parts))]
+    result = gateway.run(login, [*argv, *parts, *pairs])
+    _, _, rest = result.stdout.partition("\n")  # the path it read, first
+    what, _, text = rest.partition("\n")
+    unset = what.removeprefix("unset ") if what.startswith("unset ") else ""
+    if unset:
+        raise ClusterError(
+            ErrorKind.REMOTE_FILE,
+            f"The sweep's results folder is under ${unset}, which your login on the cluster "
+            "does not set: the runs' exit codes and times could not be read.",
+            retryable=False,
+        )
+    if result.exit_status != 0 or what not in ("lines", "table", "missing"):
+        said = result.stderr.strip() or "no answer"
+        raise ClusterError(
+            ErrorKind.REMOTE_FILE,
+            f"The sweep's runs could not be read from its results folder: {said}",
+            retryable=True,
+        )
+    return text
 
 
 def list_folder(login: Login, path: str) -> dict[str, int]:

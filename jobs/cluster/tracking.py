@@ -140,7 +140,9 @@ def _update(job: Job, rows: list) -> None:
     for task_id, seen in sorted(tasks.items(), key=lambda kv: _task_order(kv[0])):
         if not task_id:
             continue
-        acct = seen.get("acct")
+        acct, queue = seen.get("acct"), seen.get("queue")
+        # Where it ran: sacct's list once it has one, else squeue's while it runs.
+        nodes = (acct.nodes if acct else []) or (queue.nodes if queue else [])
         JobTask.objects.update_or_create(
             job=job,
             task_id=task_id,
@@ -150,6 +152,7 @@ def _update(job: Job, rows: list) -> None:
                 "exit_code": acct.exit_code.code if acct and acct.exit_code else None,
                 "started": _aware(acct.start) if acct else None,
                 "ended": _aware(acct.end) if acct else None,
+                "nodes": ",".join(nodes)[:200],
             },
         )
         states.append(seen["state"])

@@ -63,14 +63,22 @@ def send(
 
 
 def submit(
-    owner, account: ClusterAccount, name: str, script: str, key: str, composition=None
+    owner,
+    account: ClusterAccount,
+    name: str,
+    script: str,
+    key: str,
+    composition=None,
+    rerun_of: Job | None = None,
 ) -> tuple[Job, bool]:
     """The job this key made already (and False), or a new one queued for submission (and True).
-    The key is 32 hex digits, as `api_key` makes them, or "" for no deduplication."""
+    The key is 32 hex digits, as `api_key` makes them, or "" for no deduplication. `rerun_of`:
+    the sweep whose failed runs this script runs again (jobs.runs.rerun)."""
     if made := made_with(owner, key):
         return made, False
     try:
-        return _queued(owner, account, name, script, key, composition), True
+        job = _queued(owner, account, name, script, key, composition, rerun_of=rerun_of)
+        return job, True
     except IntegrityError:
         if made := made_with(owner, key):  # a retry raced this request and won
             _roll_back_the_rest()
@@ -90,7 +98,14 @@ def made_with(owner, key: str) -> Job | None:
 
 
 def _queued(
-    owner, account, name: str, script: str, key: str, composition, replaces: Job | None = None
+    owner,
+    account,
+    name: str,
+    script: str,
+    key: str,
+    composition,
+    replaces: Job | None = None,
+    rerun_of: Job | None = None,
 ) -> Job:
     with transaction.atomic():
         job = Job.objects.create(
@@ -101,10 +116,13 @@ def _queued(
             script=script,
             submission_key=key,
             replaces=replaces,
+            rerun_of=rerun_of,
         )
         queued = "Queued for submission"
         if replaces is not None:
             queued += f", to replace job {replaces.slurm_id} once Slurm accepts it"
+        if rerun_of is not None:
+            queued += f", to run the failed runs of job {rerun_of.slurm_id} again"
         job.events.create(state=job.state, detail=f"{queued}.")
         tasks.queue_submission(job)
     return job
