@@ -4,10 +4,14 @@ its errors beside the field at fault with the text kept, its script, and saved c
 import html
 import re
 
+import pytest
+
+from jobs.compose import sweep_script
 from jobs.models import Composition
 from tests.test_compose_page import GOOD
 
 GRID = "lr = 0.1 0.01 0.001\nseed = 1 2"
+HUNDRED = [str(n) for n in range(1, 101)]
 SWEEP = GOOD | {
     "sweep_grid": GRID,
     "command": 'python train.py --lr {lr} --seed {seed} --data "$STAGE_DIR"',
@@ -112,3 +116,52 @@ def test_a_saved_sweep_opens_again_with_its_runs(user_client, user, seeded):
     assert "2 runs · 24 GPU-hours" in _summary(page)
     shown = html.unescape(user_client.get(f"/jobs/compositions/{saved.pk}/").content.decode())
     assert "at most 1 at a time (%1)" in shown  # the advice for the saved values
+
+
+# --- A portal sweep script opened in the composer again ------------------------------------
+
+
+def _reopened(script: str) -> dict:
+    from jobs.compose.from_script import carry, composer_query
+    from tests.engine_helpers import cluster
+
+    return composer_query(carry(script, cluster("narval")))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"runs_at_once": "2"},  # an array task per run, two at a time
+        {"hours": "0.25"},  # short runs: one job runs them in turn
+        # Short runs, more than one job's time holds: an array of jobs, each running its share.
+        {"hours": "0.45", "runs_at_once": "1", "sweep_grid": f"lr = {' '.join(HUNDRED)}\nseed = 7"},
+        {"sweep_grid": "", "sweep_runs": "tag='a b' lr=1 seed=1\ntag=\"it's\" seed=2 lr=2"},
+    ],
+)
+def test_a_sweep_script_opened_in_the_composer_brings_its_runs_back(user_client, seeded, changes):
+    data = SWEEP | changes | {"download": "1"}
+    script = user_client.post("/jobs/new/", data).content.decode()
+    values = _reopened(script)
+    assert "sweep_grid" not in values  # the runs come back as lines, whatever made them
+    assert values["command"] == data["command"]
+    assert "checkpointing" not in values and values.get("similar_runs", "1") == "1"
+    # What no script says, the composer asks again.
+    data_fields = {k: GOOD[k] for k in ("dataset_gb", "data_location", "data_path", "results_dir")}
+    again = user_client.post("/jobs/new/", values | data_fields | {"download": "1"})
+    written = again.content.decode()
+    assert sweep_script.runs_in(written) == sweep_script.runs_in(script)
+    if "99" in changes.get("sweep_grid", ""):
+        assert re.search(r"^#SBATCH --array=1-\d+%1$", script, re.M) and "SWEEP_RUNS=" in script
+    for line in ("#SBATCH --array=", "#SBATCH --time=", "SWEEP_RUNS="):
+        assert [x for x in script.splitlines() if x.startswith(line)] == [
+            x for x in written.splitlines() if x.startswith(line)
+        ]
+
+
+def test_repeats_opened_in_the_composer_are_repeats_again(user_client, seeded):
+    script = user_client.post(
+        "/jobs/new/", GOOD | {"similar_runs": "3", "download": "1"}
+    ).content.decode()
+    values = _reopened(script)
+    assert values["similar_runs"] == "3" and values["hours"] == "12"
+    assert "sweep_runs" not in values
