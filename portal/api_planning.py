@@ -3,6 +3,7 @@ form validates the rest and writes the script from that plan (POST /script, POST
 Whatever cannot be planned is InvalidInput, answered 422 naming each field at fault."""
 
 from guidance import engine, models
+from guidance.engine.sweep import SweepError
 from guidance.engine.types import Recommendation
 from guidance.facts import cluster_facts
 from jobs.compose.forms import ComposeForm
@@ -30,7 +31,11 @@ def plan_job(job: JobIn) -> Recommendation:
         raise invalid(
             "cluster", "unknown_cluster", f"No cluster '{job.cluster}'. Known clusters: {known}."
         )
-    rec = engine.recommend(job.job_spec(), cluster_facts(cluster))
+    try:
+        spec = job.job_spec()
+    except SweepError as error:  # the runs as given (ScriptIn): named by the field at fault
+        raise invalid(error.field, "invalid_sweep", str(error)) from None
+    rec = engine.recommend(spec, cluster_facts(cluster))
     if rec.errors:
         raise InvalidInput(
             [FieldError(field=e.field, code=e.code, message=e.message) for e in rec.errors]

@@ -1,6 +1,7 @@
 """What the JSON API takes and answers: the job as clients send it, the recommendation as
 machines read it, and the one shape of its errors."""
 
+import shlex
 from dataclasses import MISSING, fields, replace
 from datetime import datetime
 from typing import Any
@@ -10,9 +11,10 @@ from pydantic import ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 
 from guidance import engine, models
+from guidance.engine import sweep
 from guidance.engine.sources import Source
 from guidance.engine.types import CheckpointPlan, Recommendation, Step
-from jobs.compose.forms import BUILD_ON_NODE, ENVIRONMENTS
+from jobs.compose.forms import BUILD_ON_NODE, ENVIRONMENTS, read_sweep
 
 # --- Errors ------------------------------------------------------------------------------
 
@@ -174,6 +176,20 @@ class ChainOut(Schema):
     source: str
 
 
+class SweepOut(Schema):
+    grouping: sweep.Grouping = Field(
+        description="array: one array task per run; grouped: short runs share a job (or each "
+        "task of an array of jobs), one after another on its GPUs."
+    )
+    jobs: int = Field(description="Array tasks, or grouped jobs.")
+    runs_per_job: int
+    minutes_per_job: int = Field(description="Each job's time limit, from the runs it holds.")
+    gpu_hours: float = Field(description="The whole sweep's: runs x hours x GPUs per run.")
+    runs: int = Field(description="Runs in the sweep.")
+    reason: str
+    source: str
+
+
 class RecommendationOut(Schema):
     cluster: str
     guidance_only: bool = Field(description="The cluster takes no Slurm scripts (e.g. Run:ai).")
@@ -185,6 +201,10 @@ class RecommendationOut(Schema):
     alternatives: list[AlternativeOut]
     resources: ResourcesOut
     chain: ChainOut | None = Field(description="Null: one job does all the work.")
+    sweep: SweepOut | None = Field(
+        description="How a sweep's runs go into jobs (POST /script's sweep_grid, sweep_runs, or "
+        "similar_runs over 1). Null: one run."
+    )
     launch: LaunchOut
     warnings: list[NoteOut]
     errors: list[NoteOut] = Field(description="Always empty here: errors are answered 422.")
@@ -227,7 +247,8 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
         ]
         for kind in ("warnings", "errors", "tips")
     }
-    chain, tier, launch = rec.chain, storage.tier, rec.launch
+    chain, tier, launch, plan = rec.chain, storage.tier, rec.launch, rec.sweep
+    runs = len(rec.spec.sweep.runs) if rec.spec.sweep else 0
     return {
         "cluster": rec.cluster.slug,
         "guidance_only": rec.guidance_only,
@@ -272,6 +293,20 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
                 "source": _source(chain.source),
             }
             if chain
+            else None
+        ),
+        "sweep": (
+            {
+                "grouping": plan.grouping,
+                "jobs": plan.jobs,
+                "runs_per_job": plan.runs_per_job,
+                "minutes_per_job": plan.minutes_per_job,
+                "gpu_hours": plan.gpu_hours,
+                "runs": runs,
+                "reason": plan.reason,
+                "source": _source(plan.source),
+            }
+            if plan
             else None
         ),
         "launch": {"kind": launch.launch, "reason": launch.reason, "told": launch.told},
@@ -344,18 +379,67 @@ class ScriptIn(JobIn):
     )
     memory: str = Field("", max_length=20, description="Per node, e.g. 64G or 64000M.")
     cpus_per_task: int | None = Field(None, description="Null: recommended.")
+    # A sweep: many runs of the command, each with its own values and folders.
+    sweep_grid: dict[str, list[str]] | None = Field(
+        None,
+        description="A sweep over every combination: each parameter's name with its values, as "
+        'text, e.g. {"lr": ["0.1", "0.01"], "seed": ["1", "2"]} (4 runs). Write '
+        "{lr} in the command where the value goes, {{ and }} for a literal brace; each run "
+        "also has its values as variables ($lr), $RUN_NUMBER and $RUN_NAME, and its own "
+        f"folder under results_dir. At most {sweep.MAX_RUNS} runs.",
+    )
+    sweep_runs: list[dict[str, str]] | None = Field(
+        None,
+        max_length=sweep.MAX_RUNS,
+        description="Instead of a grid, the runs one by one: one object per run, each with the "
+        'same parameters, e.g. [{"lr": "0.1", "seed": "1"}, {"lr": "0.01", '
+        '"seed": "7"}].',
+    )
+    runs_at_once: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="In a sweep, at most this many of its jobs at once (sbatch --array's %N); "
+        "null: as many as the queue starts.",
+    )
+
+    @field_validator("sweep_grid")
+    @classmethod
+    def _grid(cls, grid: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+        if grid is not None:
+            _sweep_error(lambda: sweep.from_grid(grid, ""))
+            _no_trailing_comma(grid.items())
+        return grid
+
+    @field_validator("sweep_runs")
+    @classmethod
+    def _runs(cls, runs: list[dict[str, str]] | None) -> list[dict[str, str]] | None:
+        # Each run's names and values checked as the engine checks a grid's; that every run
+        # names the same parameters, the composer's reading of the lines says (job_spec).
+        for run in runs or ():
+            _sweep_error(lambda run=run: sweep.from_grid({k: [v] for k, v in run.items()}, ""))
+            _no_trailing_comma((name, [value]) for name, value in run.items())
+        return runs
 
     @property
     def sets_by_hand(self) -> bool:
         return bool(self.partition or self.time_limit or self.memory or self.cpus_per_task)
 
     def job_spec(self) -> engine.JobSpec:
+        """Raises SweepError naming the field at fault, as the composer's form would."""
+        data = self.form_data()
+        runs = read_sweep(
+            data.get("sweep_grid", ""), data.get("sweep_runs", ""), self.similar_runs, self.command
+        )
         return replace(
             super().job_spec(),
             builds_environment=self.environment == BUILD_ON_NODE,
             command=self.command,
             launch=self.launch,
             results_dir=self.results_dir,
+            sweep=runs,
+            similar_runs=len(runs.runs) if runs else self.similar_runs,
+            runs_at_once=self.runs_at_once or 0,
         )
 
     @field_validator("data_path")
@@ -365,9 +449,22 @@ class ScriptIn(JobIn):
         return value.strip()
 
     def form_data(self) -> dict[str, str]:
-        """The fields as the composer's form posts them."""
+        """The fields as the composer's form posts them: a sweep's as the text it reads, each
+        value quoted as a shell word so that spaces and quotes come through as they are."""
+        fields = self.model_dump()
         data = {}
-        for name, value in self.model_dump().items():
+        grid, runs = fields.pop("sweep_grid"), fields.pop("sweep_runs")
+        if grid:
+            data["sweep_grid"] = "\n".join(
+                f"{name} = {' '.join(shlex.quote(v) for v in values)}"
+                for name, values in grid.items()
+            )
+        if runs:
+            data["sweep_runs"] = "\n".join(
+                " ".join(f"{name}={shlex.quote(value)}" for name, value in run.items())
+                for run in runs
+            )
+        for name, value in fields.items():
             if isinstance(value, bool):
                 if value:
                     data[name] = "on"
@@ -376,6 +473,28 @@ class ScriptIn(JobIn):
             elif value is not None:
                 data[name] = str(value)
         return data
+
+
+def _sweep_error(check) -> None:
+    try:
+        check()
+    except sweep.SweepError as error:
+        # Through the context: a message may hold braces, which the template would read.
+        raise PydanticCustomError("invalid_sweep", "{message}", {"message": str(error)}) from None
+
+
+def _no_trailing_comma(pairs) -> None:
+    for name, values in pairs:
+        for value in values:
+            if value.endswith(","):
+                raise PydanticCustomError(
+                    "invalid_sweep",
+                    "{message}",
+                    {
+                        "message": f"{name}'s value {value!r} ends with a comma, which the "
+                        "composer reads as a separator between values: leave the comma out."
+                    },
+                )
 
 
 class ScriptOut(Schema):

@@ -47,6 +47,10 @@ SLURM_ONLY = frozenset(
         "launch",
         "mail_user",
         "results_dir",
+        # A sweep's runs are the script's: another scheduler gets the advice for one run.
+        "sweep_grid",
+        "sweep_runs",
+        "runs_at_once",
         *OVERRIDES,
     }
 )
@@ -81,6 +85,32 @@ def _name_field(label: str, **kw) -> forms.CharField:
 
 def _cited(source: Source | None) -> str:
     return f" ({cite(source, known_documents()).label})" if source else ""
+
+
+def read_sweep(grid: str, lines: str, count: int, command: str) -> sweep.Sweep | None:
+    """The runs: a grid, one line per run, or `count` repeats of the command; None for one run.
+    A SweepError names the composer's field at fault (the API's fields have the same names)."""
+    grid, lines = grid.strip(), lines.strip()
+    field = "sweep_runs" if lines else "sweep_grid"
+    try:
+        if grid and lines:
+            raise sweep.SweepError("Give a grid or one line per run, not both.", "sweep_runs")
+        if grid:
+            made = sweep.from_grid(sweep.grid_from_text(grid), command)
+        elif lines:
+            made = sweep.from_lines(lines, command)
+        else:
+            return sweep.repeats(count, command) if count > 1 else None
+    except sweep.SweepError as error:
+        if error.field == "sweep":  # the engine's word for the runs as given
+            raise sweep.SweepError(str(error), field) from error
+        raise
+    runs = len(made.runs)
+    if count not in (1, runs):
+        raise sweep.SweepError(
+            f"The sweep has {runs} runs: leave this at 1, or make it {runs}.", "similar_runs"
+        )
+    return made
 
 
 class ComposeForm(AdviceForm):
@@ -143,23 +173,34 @@ class ComposeForm(AdviceForm):
         label="Parameter grid",
         required=False,
         max_length=20_000,
-        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "lr = 0.1 0.01 0.001\nseed = 1 2"}),
-        help_text="One parameter per line: its name, =, its values. Every combination is a run; "
-        "write {lr} in the command where a value goes.",
+        widget=forms.Textarea(
+            attrs={
+                "rows": 3,
+                "spellcheck": "false",
+                "placeholder": "lr = 0.1 0.01 0.001\nseed = 1 2",
+            }
+        ),
+        help_text="One parameter per line: its name, =, its values (separated by spaces or "
+        "commas; quote a value that holds a space). Every combination is a run. Write {lr} in "
+        "the command where the value goes; the run also has it as $lr.",
     )
     sweep_runs = forms.CharField(
         label="Or one run per line",
         required=False,
         max_length=100_000,
-        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "lr=0.1 seed=1\nlr=0.01 seed=7"}),
-        help_text="name=value pairs, the same names on every line.",
+        widget=forms.Textarea(
+            attrs={"rows": 3, "spellcheck": "false", "placeholder": "lr=0.1 seed=1\nlr=0.01 seed=7"}
+        ),
+        help_text="Instead of a grid, for runs that are not every combination: name=value "
+        "pairs, the same names on every line.",
     )
     runs_at_once = forms.IntegerField(
         label="At most this many jobs at once",
         required=False,
         min_value=1,
         max_value=1000,
-        help_text="Empty: as many as the queue starts.",
+        help_text="Empty: as many as the queue starts. A cap leaves GPUs for others (and your "
+        "share for your other jobs).",
         error_messages={"invalid": "Enter a whole number, e.g. 4."},
     )
     mail_user = forms.EmailField(
@@ -295,6 +336,14 @@ class ComposeForm(AdviceForm):
         super().__init__(data.copy() if data is not None else None, *args, **kwargs)
         self.results_default_followed = False
         self.results_default_reason = ""
+        # The advice form's question, asked here as the sweep's simplest kind.
+        runs = self.fields["similar_runs"]
+        runs.label = "Runs of the same command"
+        runs.help_text = (
+            "E.g. 5 for five seeds: each run has its number as $RUN_NUMBER and a folder of its "
+            "own. With a grid or run lines, leave it at 1."
+        )
+        self.fields["hours"].help_text = "Of each run, in a sweep."
         if not self.is_bound:
             # The cluster the page starts on, as the advice form found it for its lists.
             default = self._offer_results_default(self.fields["cluster"].loaded)
@@ -377,31 +426,16 @@ class ComposeForm(AdviceForm):
         return data
 
     def _read_sweep(self, data: dict) -> None:
-        """The runs: a grid, one line per run, or `similar_runs` repeats of the command."""
         data["sweep"] = None
-        grid, lines = (data.get(name, "").strip() for name in ("sweep_grid", "sweep_runs"))
-        command = data.get("command", "")
-        count = data.get("similar_runs") or 1
-        field = "sweep_runs" if lines else "sweep_grid"
         try:
-            if grid and lines:
-                raise sweep.SweepError("Give a grid or one line per run, not both.", "sweep_runs")
-            if grid:
-                data["sweep"] = sweep.from_grid(sweep.grid_from_text(grid), command)
-            elif lines:
-                data["sweep"] = sweep.from_lines(lines, command)
-            elif count > 1:
-                data["sweep"] = sweep.repeats(count, command)
-        except sweep.SweepError as error:
-            where = {"sweep": field}.get(error.field, error.field)
-            self.add_error(where if where in self.fields else None, str(error))
-            return
-        runs = len(data["sweep"].runs) if data["sweep"] else 1
-        if (grid or lines) and count not in (1, runs):
-            self.add_error(
-                "similar_runs",
-                f"The sweep has {runs} runs: leave this at 1, or make it {runs}.",
+            data["sweep"] = read_sweep(
+                data.get("sweep_grid", ""),
+                data.get("sweep_runs", ""),
+                data.get("similar_runs") or 1,
+                data.get("command", ""),
             )
+        except sweep.SweepError as error:
+            self.add_error(error.field if error.field in self.fields else None, str(error))
 
     def _check_site(self, cluster: Cluster, data: dict) -> None:
         """What the cluster's jobs cannot have: modules without a module system, paths that

@@ -18,6 +18,7 @@ from guidance.engine.script_check import (
 )
 from guidance.engine.shell import ALWAYS_SET, MODULE_NAME, variables_in
 from guidance.engine.types import Cluster
+from jobs.compose import sweep_script
 from jobs.compose.forms import ComposeForm
 from jobs.compose.script_spec import NAME
 from jobs.slurm.values import SlurmParseError, parse_memory_mb
@@ -36,6 +37,10 @@ CARRIED = frozenset(
     | {"gres", "gpus", "gpus-per-node", "gpus-per-task"}
 )
 SHOWN_LINES = 3  # of the shell lines left out, by name; the rest are counted
+# A portal sweep's command as the user wrote it, placeholders and all (its runs' are in `case`).
+SWEEP_COMMAND = re.compile(r"^JOB_COMMAND=(.*)$", re.MULTILINE)
+# The runs each job of a grouped sweep runs in turn: its loop's `(group - 1) * N`.
+GROUP_SIZE = re.compile(r"\(group - 1\) \* (\d+)")
 
 
 @dataclass
@@ -50,7 +55,8 @@ def carry(text: str, cluster: Cluster) -> Carried:
     carried = Carried({"cluster": cluster.slug})
     _names(parsed, carried)
     _gpus(parsed, cluster, carried)
-    _time(parsed, carried)
+    runs = sweep_script.runs_in(text)
+    _time(parsed, carried, _runs_per_job(text) if runs else 0)
     _by_hand(parsed, cluster, carried)
     others = sorted(
         {str(d).partition("=")[0] for d in parsed.directives if d.option not in CARRIED}
@@ -60,6 +66,8 @@ def carry(text: str, cluster: Cluster) -> Carried:
             f"the #SBATCH options {', '.join(others)}: the composer writes its own"
         )
     _commands(parsed, cluster, carried)
+    if runs:  # the sweep's own command, over any line that runs a program
+        _sweep(text, runs, carried)
     return carried
 
 
@@ -133,7 +141,9 @@ def _array(value: str) -> tuple[int, bool] | None:
     return (tasks, limit.strip() == "1") if tasks else None
 
 
-def _time(parsed: Script, carried: Carried) -> None:
+def _time(parsed: Script, carried: Carried, runs_per_job: int = 0) -> None:
+    """`runs_per_job`: of a sweep the portal wrote, whose array is its runs (or groups of them)
+    and whose time limit is that of the runs each job runs in turn; 0 for another script."""
     value = parsed.option("time")
     minutes = parse_time_limit(value) if value else None
     if value is not None and (minutes is None or minutes == float("inf") or minutes <= 0):
@@ -141,7 +151,13 @@ def _time(parsed: Script, carried: Carried) -> None:
         minutes = None
     array = parsed.option("array")
     read = _array(array) if array else None
-    if array and read is None:
+    if runs_per_job:
+        cap = (array or "").partition("%")[2].strip()
+        if cap.isdigit() and int(cap) >= 1:
+            carried.values["runs_at_once"] = cap
+        # The duration the composer asks for is each run's.
+        minutes = minutes / runs_per_job if minutes else None
+    elif array and read is None:
         carried.left_out.append(f"--array={array}")
     elif read and read[1]:
         # A chain: each job resumes from the last one's checkpoint, for the time of them all.
@@ -156,6 +172,28 @@ def _time(parsed: Script, carried: Carried) -> None:
     if minutes:
         # Ten digits: 100 minutes reads 1.666666667 hours, and comes back as 100 minutes.
         carried.values["hours"] = f"{minutes / 60:.10g}"
+
+
+def _sweep(text: str, runs: list[sweep_script.ScriptRun], carried: Carried) -> None:
+    """A sweep the portal wrote: its runs as one line each (whether a grid or lines made them,
+    lines give the same runs back), or their count where they are repeats, and its command as
+    the user wrote it, with the placeholders the runs fill in."""
+    if any(run.values for run in runs):
+        carried.values["sweep_runs"] = "\n".join(
+            " ".join(f"{name}={shlex.quote(value)}" for name, value in run.values) for run in runs
+        )
+    else:
+        carried.values["similar_runs"] = str(len(runs))
+    found = SWEEP_COMMAND.search(text)
+    words = _words(found.group(1)) if found else []
+    if len(words) == 1 and len(words[0]) <= _field("command").max_length:
+        carried.values["command"] = words[0]
+
+
+def _runs_per_job(text: str) -> int:
+    """1 in an array of runs; the runs each job takes in turn where short runs are grouped."""
+    found = GROUP_SIZE.search(text) if sweep_script.RUNS_LINE.search(text) else None
+    return int(found.group(1)) if found else 1
 
 
 def _by_hand(parsed: Script, cluster: Cluster, carried: Carried) -> None:

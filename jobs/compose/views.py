@@ -2,6 +2,9 @@
 (queued for jobs/tasks.py); saved compositions; "check this path" and "check with Slurm" on the
 cluster, while the user waits. "Check my script" is check_views.py's."""
 
+import re
+from dataclasses import dataclass
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -9,7 +12,9 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from guidance.engine import data_path
+from guidance.engine import Recommendation, data_path
+from guidance.engine.sweep import PLACEHOLDER
+from guidance.engine.sweep import Plan as SweepPlan
 from guidance.models import Cluster
 from guidance.nul import MESSAGE, checks_nul_per_field, holds_nul
 from jobs.cluster import remote
@@ -94,9 +99,14 @@ def _has_errors_in_sight(form: ComposeForm, reached: set[str] | None) -> bool:
     return bool(form.non_field_errors()) or any(_field_errors(form, reached).values())
 
 
-def _live_fields(form: ComposeForm, reached: set[str] | None, note: str | None = None) -> dict:
+def _live_fields(
+    form: ComposeForm,
+    reached: set[str] | None,
+    note: str | None = None,
+    rec: Recommendation | None = None,
+) -> dict:
     """What a live update changes beside the advice: the errors by each field, the note above
-    the advice, and the scheduler whose questions the form asks."""
+    the advice, the sweep's summary, and the scheduler whose questions the form asks."""
     if note is None:
         problems = " ".join(form.non_field_errors())
         note = (
@@ -109,7 +119,34 @@ def _live_fields(form: ComposeForm, reached: set[str] | None, note: str | None =
         "live_field_errors": list(_field_errors(form, reached).items()),
         "advice_note": note,
         "scheduler": cluster.scheduler if cluster is not None else "",
+        "sweep_summary": _sweep_summary(form, rec),
     }
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    runs: int
+    plan: SweepPlan | None  # the engine's, once the advice stands
+    unnamed: tuple[str, ...]  # parameters the command names neither as {name} nor as $name
+
+
+def _sweep_summary(form: ComposeForm, rec: Recommendation | None) -> SweepSummary | None:
+    """The sweep beside its fields, as the user types it: its runs at once, and with the advice
+    the GPU-hours and how the runs go into jobs (the command need not name them yet)."""
+    if not form.is_bound:
+        return None
+    form.is_valid()  # the page has read the form already: this only makes sure
+    made = form.cleaned_data.get("sweep")
+    if made is None:
+        return None
+    command = form.cleaned_data.get("command", "")
+    named = {found.group(1) for found in PLACEHOLDER.finditer(command) if found.group(1)}
+    unnamed = tuple(
+        name
+        for name in made.names
+        if command and name not in named and not re.search(rf"\$\{{?{name}\b", command)
+    )
+    return SweepSummary(len(made.runs), rec.sweep if rec is not None else None, unnamed)
 
 
 def _is_form_data(data: QueryDict) -> bool:
@@ -212,7 +249,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         "site_templates": SiteTemplate.objects.filter(published=True).prefetch_related("clusters"),
         "my_templates": Composition.objects.filter(owner=request.user, is_template=True),
         "submission_key": sending.new_key(),
-    } | _live_fields(form, reached, note="")
+    } | _live_fields(form, reached, note="", rec=rec)
     template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
     return render(request, template, ctx, status=200)
 
