@@ -128,7 +128,6 @@ def test_a_grid_it_cannot_run_is_a_422_naming_the_grid(client, seeded, headers, 
         ),
         ({"sweep_grid": None, "sweep_runs": [{"PATH": "/x"}]}, "sweep_runs", "job's own variable"),
         ({"runs_at_once": 0}, "runs_at_once", "greater than or equal to 1"),
-        ({"hours": 200, "checkpointing": True}, "hours", "does not yet chain the runs of a sweep"),
     ],
 )
 def test_a_sweep_it_cannot_run_is_a_422_naming_its_field(
@@ -136,6 +135,16 @@ def test_a_sweep_it_cannot_run_is_a_422_naming_its_field(
 ):
     errors = _errors(_post(client, headers, **changes))
     assert said in errors[field]
+
+
+def test_a_sweep_of_long_runs_chains_each_run_in_its_own_task(client, seeded, headers):
+    body = _post(client, headers, hours=200, checkpointing=True).json()
+    script = body["script"]
+    assert "#SBATCH --array=1-6\n" in script  # a task per run, not per part
+    assert "#SBATCH --requeue\n" in script
+    assert 'scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"' in script
+    codes = {tip["code"] for tip in body["recommendation"]["tips"]}
+    assert "sweep_of_chains" in codes
 
 
 def test_the_schema_documents_the_sweep_fields_and_the_plan(client, seeded, headers):

@@ -37,7 +37,7 @@ def test_the_live_update_shows_the_runs_gpu_hours_and_plan_with_its_source(user_
     assert 'id="sweep-summary" aria-live="polite" hx-swap-oob="true"' in page
     summary = _summary(page)
     # Six runs of 12 hours on one GPU each.
-    assert summary.startswith("6 runs · 72 GPU-hours · 6 runs of 720 min each: one job array")
+    assert summary.startswith("6 runs · 72 GPU-hours · 6 runs of 12 h each: one job array")
     assert "Source:" in summary and "Running many similar jobs" in summary
 
 

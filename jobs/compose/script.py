@@ -272,9 +272,10 @@ def _finish(spec: ScriptSpec) -> list[str]:
             "# data is staged) is kept for the program, which gets it once it has started.",
             'program=""',
             'usr1_pending=""',
-            'usr1_seen=""  # the warning came: the program was told to save and stop',
+            # A sweep's chained run goes back in the queue when the warning came (finish()).
+            *(['usr1_seen=""'] if spec.chain_parts else []),
             "forward_usr1() {",
-            "    usr1_seen=1",
+            *(["    usr1_seen=1"] if spec.chain_parts else []),
             '    if [ -n "$program" ]; then',
             '        kill -USR1 "$program" 2>/dev/null || true',
             "    else",
