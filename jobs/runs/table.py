@@ -3,6 +3,7 @@
 import re
 from dataclasses import dataclass
 
+from guidance.engine.sweep import MAX_RUNS
 from jobs.compose import sweep_script
 
 # The first RESULTS_DEST= line, at the top level of the script: the sweep's own folder. A run's
@@ -91,7 +92,11 @@ def array_numbers(script: str) -> list[int] | None:
         first, _, last = span.partition("-")
         if not first.isdigit() or (last and not last.isdigit()) or (step and not step.isdigit()):
             continue
-        numbers += range(int(first), int(last or first) + 1, int(step or 1))
+        # An edited script may say 1-99999999: no sweep holds more than MAX_RUNS runs.
+        last = min(int(last or first), int(first) + MAX_RUNS)
+        numbers += range(int(first), last + 1, int(step or 1))
+        if len(numbers) > MAX_RUNS:
+            return numbers[: MAX_RUNS + 1]
     return numbers
 
 
