@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.sweep import RESERVED
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
@@ -66,7 +67,10 @@ def sweeps(draw) -> tuple[dict, dict]:
         "runs_at_once": draw(st.sampled_from(["", "", "2"])),
         "command": "python train.py " + " ".join(f"--{n} {{{n}}}" for n in grid),
         "results_dir": "/project/r" if processing else "$PROJECT/results",
+        "time_limit": draw(st.sampled_from(["", "", "", "0:20:00", "3:00:00"])),
     }
+    if draw(st.booleans()):
+        form["checkpointing"] = "on"
     if form["nodes"] == "2" or form["gpu_count"] == "2":
         form["multi_gpu"] = "on"
     return form, grid
@@ -150,6 +154,19 @@ def test_every_run_of_a_sweep_is_its_own(seeded, data, failed):
         seen_results.add(got["RESULTS_DEST"])
         seen_checkpoints.add(got["CHECKPOINT_DIR"])
     assert len(seen_results) == len(seen_checkpoints) == len(sweep.runs)
+    # Each run's work fits in what its job asks for (a grouped job: all the runs it holds; a
+    # chained run: all its parts), or a warning beside a field says it does not.
+    seconds = parse_seconds(re.search(r"^#SBATCH --time=(\S+)$", script, re.M).group(1))
+    per_job = composed.spec.grouped_runs or 1
+    parts = composed.spec.chain_parts or 1
+    needed = float(form_data["hours"]) * 3600 * per_job
+    if parts * seconds < needed - 60:
+        warned = {
+            n.field for n in (*composed.recommendation.warnings, *composed.recommendation.errors)
+        }
+        assert warned & {"time_limit", "hours", "checkpointing"}, (form_data, seconds, parts)
+    if composed.spec.chain_parts:
+        assert "#SBATCH --requeue" in script and form_data.get("checkpointing") == "on"
     # Re-run failed runs: exactly those, each once.
     again = sorted(n for n in failed if n <= len(sweep.runs)) or [len(sweep.runs)]
     rerun = with_only(script, again)
