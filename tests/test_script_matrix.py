@@ -852,3 +852,18 @@ def _rerun_failed(ran: Ran, sweep, failing: set, digest: str, devcluster) -> Non
     for line in table:  # the runs that passed the first time keep their first job's line
         again = int(line[0]) in failing
         assert line[-2].split("_")[0] == (job_id if again else ran.job_id), line
+
+
+@pytest.mark.parametrize("site", PROFILES)
+def test_a_glob_in_the_data_path_is_refused_before_submission(seeded, site):
+    """Shards given by a pattern: the job would look for a file of that very name and stop, so the
+    form refuses it beside the data path, saying what to give instead, and writes no script."""
+    data = _form(Case(site, "shards"), "@RUN@", "") | {
+        "data_path": f"{SITES[site].data_root}/@RUN@/data/small-shards/shard-*.tar"
+    }
+    form = ComposeForm(data)
+    assert compose(form) is None
+    [said] = form.errors["data_path"]
+    folder = f"{SITES[site].data_root}/@RUN@/data/small-shards"
+    assert "holds a pattern (*)" in said
+    assert f"Give the folder that holds the files instead ({folder})" in said

@@ -373,10 +373,13 @@ class ComposeForm(AdviceForm):
         path = self.cleaned_data["data_path"]
         if pattern := pattern_in(path):
             shards = DataKind.SHARDS.label.split(" (")[0]
+            # The folder above the first part that holds the pattern: what to give instead.
+            folder = path[: path.rfind("/", 0, path.find(pattern))] or "the folder"
             raise forms.ValidationError(
                 f"The data path holds a pattern ({pattern}), which the job does not expand: "
                 "it would look for a file of that very name and stop. Give the folder that "
-                f"holds the files instead; for .tar shards, choose '{shards}' as the data kind."
+                f"holds the files instead ({folder}); for .tar shards, choose '{shards}' as the "
+                "data kind."
             )
         return path
 
