@@ -18,17 +18,10 @@ from guidance.engine.sweep import RESERVED
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sweep_script import runs_in, with_only
+from tests.test_composer_invariants import FEDERATION_ENV
 
 EXAMPLES = max(1, int(os.environ.get("INVARIANT_EXAMPLES", "250")) // 5)
-ENV = {
-    "HOME": "/home/ada",
-    "USER": "ada",
-    "SCRATCH": "/scratch/ada",
-    "PROJECT": "/project/def-ada",
-    "SLURM_TMPDIR": "/localscratch/ada.42.0",
-    "SLURM_JOB_ID": "42",
-    "PATH": "/usr/bin:/bin",
-}
+ENV = FEDERATION_ENV | {"PATH": "/usr/bin:/bin"}
 names = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(lambda n: n not in RESERVED)
 # What users put in values: numbers, paths, quotes, spaces, $(...), globs, unicode; one line each.
 values = st.text(

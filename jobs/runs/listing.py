@@ -159,20 +159,30 @@ def _arrayed(
             if state == JobState.COMPLETED and exit_code not in (0, None):
                 state = JobState.FAILED
         runs.append(
-            SweepRun(
-                number=number,
-                folder=in_script[number].folder,
-                values=in_script[number].values,
+            _run(
+                job,
+                in_script[number],
+                str(number),
                 state=state,
                 exit_code=exit_code,
                 elapsed_seconds=elapsed,
                 node=node,
                 gpu_utilization=use.get(str(number)),
-                output=_output(job, str(number)),
-                task=str(number) if job.slurm_id else "",
             )
         )
     return runs
+
+
+def _run(job: Job, run: sweep_script.ScriptRun, task_id: str, **outcome) -> SweepRun:
+    """A run of the script, with how it went and the output of the task that runs it."""
+    return SweepRun(
+        number=run.number,
+        folder=run.folder,
+        values=run.values,
+        output=_output(job, task_id),
+        task=task_id if job.slurm_id else "",
+        **outcome,
+    )
 
 
 def _grouped(
@@ -221,17 +231,15 @@ def _grouped(
             state = group_state  # it ended (timed out, cancelled) before this run wrote its line
         task_id = str(group) if arrayed else ""
         runs.append(
-            SweepRun(
-                number=number,
-                folder=in_script[number].folder,
-                values=in_script[number].values,
+            _run(
+                job,
+                in_script[number],
+                task_id,
                 state=state,
                 exit_code=exit_code,
                 elapsed_seconds=elapsed,
                 node=node,
                 gpu_utilization=None,  # the group's GPUs serve several runs in turn
-                output=_output(job, task_id),
-                task=task_id if job.slurm_id else "",
             )
         )
     return runs
