@@ -162,7 +162,9 @@ def test_a_runs_own_line_says_how_it_ended(user_client, array_job):
     )
     page = user_client.get(f"/jobs/{array_job.pk}/").content.decode()
     third = _row(page, 3)
-    assert "Failed" in third and ">2</td>" in third and "0:09:40" in third and "ng109" in third
+    assert "Failed" in third and ">2</td>" in third and "0:09:40" in third
+    # The node as Slurm names it (the poll's), not the hostname the run wrote.
+    assert "ng103" in third and "ng109" not in third
     # Another job's line (the same sweep submitted before, into the same folder) is not this run's.
     assert "0:10:00" in _row(page, 1)
 
@@ -311,6 +313,38 @@ def test_the_failed_runs_of_a_grouped_sweep_run_again_alone(user_client, grouped
     assert 'SWEEP_RUNS="4 6"\n' in again.script
     assert "#SBATCH --array" not in again.script
     assert _rows(user_client.get(f"/jobs/{again.pk}/").content.decode()) == [4, 6]
+
+
+def test_the_runs_run_again_end_on_the_sweeps_page_as_their_second_try(
+    user_client, grouped_job, user, account
+):
+    again = _job(
+        user,
+        account,
+        grouped_job.script.replace('SWEEP_RUNS="1 2 3 4 5 6"', 'SWEEP_RUNS="4 6"'),
+        slurm_id="701",
+        state=JobState.RUNNING,
+        rerun_of=grouped_job,
+        started=timezone.now() - timedelta(minutes=2),
+    )
+    # While they run again, the sweep's failed runs are not offered a second time.
+    page = user_client.get(f"/jobs/{grouped_job.pk}/").content.decode()
+    assert "Re-run failed runs" not in page
+    response = user_client.post(f"/jobs/{grouped_job.pk}/rerun-failed/", follow=True)
+    assert f"Its failed runs are running again as job {again}" in response.content.decode()
+    # Each run's line in the folder is now its second try's, written over the first's.
+    table = RunsTable.objects.get(job=grouped_job)
+    table.text = table.text.replace(_line(4, "0.01", 1, 3, 20, "700"), "")
+    table.text += _line(4, "0.01", 1, 0, 280, "701") + "\n" + _line(6, "0.01", 3, 0, 295, "701")
+    table.save()
+    again.state, again.nodes = JobState.COMPLETED, "ng201"
+    again.save()
+    page = user_client.get(f"/jobs/{grouped_job.pk}/").content.decode()
+    assert "6 runs: 6 completed, 0 failed" in page
+    fourth = _row(page, 4)
+    assert f'Completed <span class="muted">(run again as <a href="/jobs/{again.pk}/">' in fourth
+    assert ">0</td>" in fourth and "0:04:40" in fourth and "ng201" in fourth
+    assert "Re-run failed runs" not in page
 
 
 def test_a_sweep_with_no_failed_run_has_nothing_to_re_run(user_client, grouped_job):
@@ -504,6 +538,14 @@ def test_the_cluster_is_asked_now_and_then_and_once_after_the_end(user, account,
     assert not reading.due(job, table)  # read after it ended: the lines are all there
     table.error = "The cluster did not answer."
     assert reading.due(job, table)  # unless that read failed
+    table.error = ""
+    again = _job(user, account, scripts["grouped"], slurm_id="501", rerun_of=job, started=now)
+    assert reading.due(job, table)  # its failed runs run again, writing their lines anew
+    again.state, again.ended = JobState.COMPLETED, now - timedelta(minutes=2)
+    again.save()
+    assert reading.due(job, table)  # they ended after the last read: once more
+    table.read_at = now - timedelta(seconds=reading.RUNS_READ_SECONDS + 1)
+    assert not reading.due(job, table)  # read after they ended
     other = _job(user, account, "#!/bin/bash\necho hi\n", slurm_id="9", started=now)
     assert not reading.due(other, None)  # not a sweep: nothing to read
 

@@ -44,6 +44,7 @@ class SweepRun:
     output: str  # its stdout on the cluster, from the home folder; "" before Slurm has the job
     task: str  # the array task whose output it is; "" for the job's own
     outlier: str = ""  # "slow" or "fast" against the runs' median time
+    again: Job | None = None  # the later job that ran it again, whose try it shows
 
     @property
     def outcome(self) -> Outcome:
@@ -104,6 +105,16 @@ def is_sweep(job: Job) -> bool:
     return bool(job.script) and bool(sweep_script.runs_in(job.script))
 
 
+def reruns_of(job: Job) -> list[Job]:
+    """The jobs that ran the sweep's failed runs again, and those that ran theirs again."""
+    found, newest = [], [job.pk]
+    while newest:
+        again = list(Job.objects.filter(rerun_of__in=newest))
+        found += again
+        newest = [later.pk for later in again]
+    return found
+
+
 def runs_of(job: Job) -> Runs | None:
     """The job's runs, or None when its script is not a portal sweep."""
     in_script = {run.number: run for run in sweep_script.runs_in(job.script or "")}
@@ -117,6 +128,8 @@ def runs_of(job: Job) -> Runs | None:
         runs = _grouped(job, grouped, in_script, lines, tasks, read=bool(table and not table.error))
     else:
         runs = _arrayed(job, in_script, lines, tasks)
+    if table and job.slurm_id:
+        _run_again(runs, table.text, reruns_of(job))
     names = next(iter(in_script.values())).values
     found = Runs(
         runs=runs,
@@ -154,7 +167,8 @@ def _arrayed(
             elapsed = round(((task.ended or now) - task.started).total_seconds())
         node = task.nodes if task else ""
         if line:  # the run's own word on how it ended
-            exit_code, node = line.exit_code, line.node or node
+            # Slurm's name for the node first: a node's hostname need not be its Slurm name.
+            exit_code, node = line.exit_code, node or line.node
             elapsed = line.elapsed_seconds if line.elapsed_seconds is not None else elapsed
             if state == JobState.COMPLETED and exit_code not in (0, None):
                 state = JobState.FAILED
@@ -214,7 +228,8 @@ def _grouped(
         exit_code = elapsed = None
         if line:
             state = JobState.COMPLETED if line.exit_code == 0 else JobState.FAILED
-            exit_code, elapsed, node = line.exit_code, line.elapsed_seconds, line.node or node
+            exit_code, elapsed = line.exit_code, line.elapsed_seconds
+            node = node or line.node  # Slurm's name for it first, as for an array's run
         elif group_state in WAITING_STATES or group_state == JobState.SUBMITTING:
             state, node = group_state, ""
         elif group_state not in JobState.final():
@@ -243,6 +258,31 @@ def _grouped(
             )
         )
     return runs
+
+
+def _run_again(runs: list[SweepRun], text: str, reruns: list[Job]) -> None:
+    """A run that a later job ran again wrote its line anew, over its first try's: it ends as
+    that try did, which its own job's page shows with its output."""
+    submitted = {again.slurm_id: again for again in reruns if again.slurm_id}
+    lines = lines_of(text, *submitted)
+    for run in runs:
+        line = lines.get(run.number)
+        if line is None:
+            continue
+        again = submitted[line.job.partition("_")[0]]
+        run.state = JobState.COMPLETED if line.exit_code == 0 else JobState.FAILED
+        run.exit_code, run.elapsed_seconds = line.exit_code, line.elapsed_seconds
+        run.node = _node_again(again, line)
+        run.gpu_utilization, run.output, run.task, run.again = None, "", "", again
+
+
+def _node_again(again: Job, line: TableLine) -> str:
+    """Slurm's name for the node the run ran on again, else the hostname it wrote."""
+    _, _, task = line.job.partition("_")
+    if not task:
+        return again.nodes or line.node
+    found = JobTask.objects.filter(job=again, task_id=task).values_list("nodes", flat=True)
+    return found.first() or line.node
 
 
 def _output(job: Job, task: str) -> str:

@@ -11,6 +11,7 @@ from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import path_check, sweep_script
 from jobs.models import Job, RunsTable
+from jobs.runs.listing import reruns_of
 from jobs.runs.table import array_numbers, results_folder
 
 logger = logging.getLogger(__name__)
@@ -31,9 +32,14 @@ def due(job: Job, table: RunsTable | None) -> bool:
         return True
     if timezone.now() - table.read_at < timedelta(seconds=RUNS_READ_SECONDS):
         return False
+    # The jobs that run its failed runs again write those runs' lines anew, in the same folder:
+    # read until the last of them has ended too.
+    watched = [job, *(again for again in reruns_of(job) if again.slurm_id)]
+    if not all(each.is_final for each in watched):
+        return True
     # A job that ended with no end time (sacct did not say) counts from its start.
-    end = job.ended or job.started
-    return not job.is_final or bool(table.error) or table.read_at <= end + CLOCK_MARGIN
+    end = max(each.ended or each.started or job.started for each in watched)
+    return bool(table.error) or table.read_at <= end + CLOCK_MARGIN
 
 
 def refresh(job: Job) -> None:

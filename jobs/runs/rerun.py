@@ -3,7 +3,7 @@ submitted the composer's way (jobs.compose.sending: one job per key, queued on c
 
 from jobs.compose import sending, sweep_script
 from jobs.models import Job
-from jobs.runs.listing import Runs
+from jobs.runs.listing import Runs, reruns_of
 from jobs.runs.table import array_numbers, grouped_runs
 
 
@@ -23,6 +23,12 @@ def refusal(job: Job, runs: Runs | None) -> NotRerun | None:
     if not job.slurm_id or not job.is_final:
         return NotRerun(
             "The sweep has not finished: its failed runs can be run again once it has.",
+            conflict=True,
+        )
+    if running := [again for again in reruns_of(job) if not again.is_final]:
+        return NotRerun(
+            f"Its failed runs are running again as job {running[0]}: "
+            "those still failing can be run again once it has ended.",
             conflict=True,
         )
     if not runs.failed:

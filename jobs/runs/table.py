@@ -52,17 +52,17 @@ def results_folder(script: str) -> list[tuple[str, str]] | None:
     return parts or None
 
 
-def lines_of(text: str, slurm_id: str) -> dict[int, TableLine]:
-    """The runs that Slurm job `slurm_id` wrote, by run number, from the lines of runs.tsv or of
-    .runs/*.tsv. Another job's lines (a re-run, or the same sweep submitted again into the same
-    folder) are left out; so are lines that are not a run's (the header, a cut last line)."""
+def lines_of(text: str, *slurm_ids: str) -> dict[int, TableLine]:
+    """The runs that Slurm jobs `slurm_ids` wrote, by run number, from the lines of runs.tsv or
+    of .runs/*.tsv. Another job's lines (a re-run, or the same sweep submitted again into the
+    same folder) are left out; so are lines that are not a run's (the header, a cut last line)."""
     found: dict[int, TableLine] = {}
     for line in text.splitlines():
         cells = line.split("\t")
         if len(cells) < 2 + len(sweep_script.OUTCOME_COLUMNS) or not cells[0].isdigit():
             continue
         exit_code, elapsed, job, node = cells[-4:]
-        if job != slurm_id and not job.startswith(f"{slurm_id}_"):
+        if job.partition("_")[0] not in slurm_ids:
             continue
         found[int(cells[0])] = TableLine(
             number=int(cells[0]),
