@@ -17,7 +17,8 @@ CLUSTERS = ["narval", "beluga", "cedar", "graham", "processing"]
 # The directives the portal may write, by name; the values Slurm reads are validated elsewhere.
 OURS = {
     "job-name", "account", "partition", "nodes", "ntasks-per-node", "gres", "cpus-per-task",
-    "mem", "time", "output", "error", "array", "signal", "mail-user", "mail-type",
+    "mem", "time", "output", "error", "array", "signal", "mail-user", "mail-type", "requeue",
+    "open-mode",
 }  # fmt: skip
 
 FORMS = st.fixed_dictionaries(

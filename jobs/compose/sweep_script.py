@@ -111,7 +111,8 @@ def _record(spec: ScriptSpec) -> list[str]:
         '    job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"',
         '    line=$(printf \'%s\\t\' "$RUN_NUMBER" "$RUN_NAME" '
         + (f"{own} " if own else "")
-        + '"$1" "$((SECONDS - run_started))" "${job:-$SLURM_JOB_ID}" "$(hostname -s)")',
+        + '"$1" "$((SECONDS - run_started))" "${job:-$SLURM_JOB_ID}" '
+        + '"${SLURMD_NODENAME:-$(hostname -s)}")',
         '    mkdir -p "$SWEEP_DEST/.runs"',
         '    printf \'%s\\n\' "${line%?}" > "$SWEEP_DEST/.runs/$RUN_NAME.tsv"',
         "    {",
