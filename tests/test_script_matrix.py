@@ -204,9 +204,9 @@ CASES = [
     *(Case(site, "large-folder", chain=True, paths="variables") for site in ("narval", "local")),
     # Sweeps: a 6-run grid as an array, 12 short runs in one job, and two that fail and run again.
     *(Case(site, sweep=sweep) for site in PROFILES for sweep in ("array", "grouped")),
-    Case("narval", sweep="fail"),
+    *(Case(site, sweep="fail") for site in ("narval", "local")),
     Case("processing", sweep="grouped-fail"),
-    *(Case(site, "large-folder", chain=True, sweep="chain") for site in ("narval", "processing")),
+    *(Case(site, "large-folder", chain=True, sweep="chain") for site in PROFILES),
 ]
 
 
