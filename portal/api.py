@@ -230,12 +230,12 @@ def free_gpus(request: HttpRequest, slug: str) -> Any:
 )
 def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
     # One set of rules for the page and the API: the composer's form writes the script.
-    composed = composed_script(job, ComposeForm(job.form_data()))
+    composed = composed_script(job, ComposeForm(job.form_data()), request.auth.user)
     return {
         "filename": f"{job.job_name}.sbatch",
         "script": composed.script,
         "salloc": composed.salloc,
-        "recommendation": recommendation_out(composed.recommendation),
+        "recommendation": recommendation_out(composed.recommendation, composed.history),
     }
 
 

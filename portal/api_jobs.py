@@ -156,7 +156,7 @@ def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
 def submit_composition(request: HttpRequest, job: ComposedJobIn) -> Status:
     key = _key(request, job.submission_key)
     form = ComposeForm(job.form_data())
-    composed = composed_script(job, form)
+    composed = composed_script(job, form, request.auth.user)
     try:
         made = submit.composed(request.auth.user, form, composed, key)
     except submit.NotSubmitted as refused:

@@ -6,6 +6,7 @@ from guidance import engine, models
 from guidance.engine.sweep import SweepError
 from guidance.engine.types import Recommendation
 from guidance.facts import cluster_facts
+from jobs.compose import past_runs
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import Composed, compose
 from portal.api_schemas import FieldError, JobIn, ScriptIn
@@ -43,8 +44,9 @@ def plan_job(job: JobIn) -> Recommendation:
     return rec
 
 
-def composed_script(job: ScriptIn, form: ComposeForm) -> Composed:
-    """The script the composer writes for these fields, with its plan; InvalidInput if none."""
+def composed_script(job: ScriptIn, form: ComposeForm, user) -> Composed:
+    """The script the composer writes for these fields, with its plan and the user's earlier runs
+    of it (as the composer's page shows them); InvalidInput if none."""
     rec = plan_job(job)  # unknown cluster and the engine's objections, named by field
     # Values set by hand are read by the form (time and memory as Slurm writes them), which
     # plans the job again with them.
@@ -68,4 +70,4 @@ def composed_script(job: ScriptIn, form: ComposeForm) -> Composed:
             f"{composed.recommendation.cluster.name} is not scheduled by Slurm: "
             "the portal gives advice for it but writes no script.",
         )
-    return composed
+    return past_runs.attach(composed, user, form.cleaned_data)

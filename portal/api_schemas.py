@@ -11,7 +11,7 @@ from pydantic import ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 
 from guidance import engine, models
-from guidance.engine import sweep
+from guidance.engine import history, sweep
 from guidance.engine.sources import Source
 from guidance.engine.types import CheckpointPlan, Recommendation, Step
 from jobs.compose.forms import BUILD_ON_NODE, ENVIRONMENTS, read_sweep
@@ -190,6 +190,47 @@ class SweepOut(Schema):
     source: str
 
 
+class ProposedOut(Schema):
+    field: str = Field(
+        description="The composer's field it sets (time_limit, memory or gpu_count), as the "
+        "composer's 'Set by hand' and POST /script take it."
+    )
+    value: str
+    change: str
+    reason: str
+    source: str | None
+
+
+class LeftOutRunOut(Schema):
+    run: str = Field(description="The run, e.g. 'job 1234' (Slurm's job id).")
+    why: str
+
+
+class FigureOut(Schema):
+    what: str
+    figure: str = Field(description="The kept runs' lowest to highest, in words.")
+
+
+class HistoryOut(Schema):
+    runs: int = Field(description="The earlier runs the figures and the proposal go by.")
+    headline: str = Field(
+        description="The figures and the proposal in one line, e.g. 'Last 6 runs: at most "
+        "2 h 40 of 24 h, 58 GB of 488 GB, GPUs 31% busy: ask 3 h 30, 73 GB, 3 GPUs'."
+    )
+    figures: list[FigureOut] = Field(
+        description="Elapsed against the limit, peak memory (MaxRSS) against the request, CPU "
+        "efficiency, GPU busy % and GPU memory peak."
+    )
+    left_out: list[LeftOutRunOut] = Field(
+        description="Failed, cancelled, still running or much shorter runs: not counted."
+    )
+    proposal: list[ProposedOut] = Field(
+        description=f"Time over the longest run, memory over the peak, the GPUs the runs kept "
+        f"busy; empty from fewer than {history.MIN_RUNS} kept runs. Send them back as fields "
+        "to apply them; their reasons go into the script's header."
+    )
+
+
 class RecommendationOut(Schema):
     cluster: str
     guidance_only: bool = Field(description="The cluster takes no Slurm scripts (e.g. Run:ai).")
@@ -209,6 +250,13 @@ class RecommendationOut(Schema):
     warnings: list[NoteOut]
     errors: list[NoteOut] = Field(description="Always empty here: errors are answered 422.")
     tips: list[NoteOut]
+    history: HistoryOut | None = Field(
+        default=None,
+        description="What your own earlier runs of this job used (the same command on the same "
+        "cluster, or the same job name for jobs submitted outside the portal), and the values "
+        "they propose. POST /script only: null where you have none, and from POST /recommendation, "
+        "which has no command to match.",
+    )
 
 
 def _source(source: Source | None) -> str | None:
@@ -236,7 +284,28 @@ def _checkpoints(plan: CheckpointPlan | None, results_dir: str) -> dict[str, Any
     }
 
 
-def recommendation_out(rec: Recommendation) -> dict[str, Any]:
+def history_out(found: history.History | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "runs": len(found.kept),
+        "headline": found.headline,
+        "figures": [{"what": what, "figure": figure} for what, figure in found.figures()],
+        "left_out": [{"run": left.label, "why": left.why} for left in found.left_out],
+        "proposal": [
+            {
+                "field": s.field,
+                "value": s.value,
+                "change": s.change,
+                "reason": s.reason,
+                "source": _source(s.source),
+            }
+            for s in found.proposal
+        ],
+    }
+
+
+def recommendation_out(rec: Recommendation, found: history.History | None = None) -> dict[str, Any]:
     storage, choice, resources = rec.storage, rec.choice, rec.resources
     # recommend() fills all three whenever it finds no error, and plan_job() lets none through.
     assert storage is not None and choice is not None and resources is not None
@@ -311,6 +380,7 @@ def recommendation_out(rec: Recommendation) -> dict[str, Any]:
         ),
         "launch": {"kind": launch.launch, "reason": launch.reason, "told": launch.told},
         **notes,
+        "history": history_out(found),
     }
 
 

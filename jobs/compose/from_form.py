@@ -1,9 +1,10 @@
 """From a filled-in composer form to the recommendation, the script and its salloc twin."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from guidance import engine
 from guidance.engine import Placement, Recommendation
+from guidance.engine.history import History
 from guidance.engine.slurm_time import format_time, parse_seconds
 from guidance.engine.sweep import Grouping
 from guidance.engine.sweep import Plan as SweepPlan
@@ -20,6 +21,7 @@ class Composed:
     recommendation: Recommendation
     spec: ScriptSpec | None = None
     script: str = ""
+    history: History | None = None  # the user's earlier runs of it (past_runs.attach)
 
     @property
     def salloc(self) -> str:
@@ -44,6 +46,15 @@ def compose(form: ComposeForm, rec: Recommendation | None = None) -> Composed | 
     except ScriptError as error:
         form.add_error(error.field if error.field in form.fields else None, str(error))
         return None
+
+
+def with_reasons(composed: Composed, reasons: tuple[str, ...], what: str) -> Composed:
+    """The script again, with more reasons in its header (`what`: their heading)."""
+    if not reasons or composed.spec is None:
+        return composed
+    more = tuple(f"{what}: {' '.join(reason.split())}" for reason in reasons)
+    spec = replace(composed.spec, reasons=composed.spec.reasons + more)
+    return replace(composed, spec=spec, script=render(spec))
 
 
 def advice_so_far(form: ComposeForm) -> Recommendation | None:

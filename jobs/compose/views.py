@@ -13,15 +13,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.engine import Recommendation, data_path
+from guidance.engine.history import History
 from guidance.engine.sweep import PLACEHOLDER
 from guidance.engine.sweep import Plan as SweepPlan
 from guidance.models import Cluster
 from guidance.nul import MESSAGE, checks_nul_per_field, holds_nul
 from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
-from jobs.compose import edit_check, path_check, sending
+from jobs.compose import edit_check, past_runs, path_check, sending
 from jobs.compose.forms import SLURM_ONLY, ComposeForm, ScriptEditForm
-from jobs.compose.from_form import advice_so_far
+from jobs.compose.from_form import Composed, advice_so_far
 from jobs.compose.from_form import compose as compose_script
 from jobs.compose.slurm_check import Validation, validate
 from jobs.compose.submit import storable
@@ -177,8 +178,10 @@ def compose(request: HttpRequest) -> HttpResponse:
     else:
         starting, start_note = _starting_values(request)
         form = ComposeForm(initial=starting)
-    composed = compose_script(form) if form.is_bound else None
+    composed = _composed(request, form, reopened)
     script_text = data.get("script_text", "") if request.method == "POST" else ""
+    if "apply_history" in data and form.is_bound:
+        form, composed, script_text = _apply_history(request, form, composed, script_text)
     if reopened is not None and reopened.edited:
         script_text = reopened.script  # the hand edits come back with it
     checked = None
@@ -225,6 +228,7 @@ def compose(request: HttpRequest) -> HttpResponse:
         return response
     warnings = rec.warnings if rec else ()
     ctx = {
+        "history": _history(request, form, composed, rec, reopened),
         "form": form,
         # Live, each field's errors show beside it; the page without JavaScript also lists them.
         "errors_shown": _errors_shown(form, reached, fields=not live),
@@ -252,6 +256,51 @@ def compose(request: HttpRequest) -> HttpResponse:
     } | _live_fields(form, reached, note="", rec=rec)
     template = "jobs/compose.html#panel" if request.htmx else "jobs/compose.html"
     return render(request, template, ctx, status=200)
+
+
+def _composed(
+    request: HttpRequest, form: ComposeForm, reopened: Composition | None
+) -> Composed | None:
+    """The form's script, with the user's earlier runs of it (and the reasons of the values
+    taken from them in the script's header)."""
+    composed = compose_script(form) if form.is_bound else None
+    if composed is None:
+        return None
+    return past_runs.attach(composed, request.user, form.cleaned_data, reopened)
+
+
+def _history(
+    request: HttpRequest,
+    form: ComposeForm,
+    composed: Composed | None,
+    rec: Recommendation | None,
+    reopened: Composition | None = None,
+) -> History | None:
+    """The earlier runs beside the advice, also while the rest of the form is being filled in."""
+    if composed is not None:
+        return composed.history
+    if rec is None or not form.is_bound:
+        return None
+    return past_runs.history(request.user, form.cleaned_data, rec, reopened)
+
+
+def _apply_history(
+    request: HttpRequest, form: ComposeForm, composed: Composed | None, script_text: str
+) -> tuple[ComposeForm, Composed | None, str]:
+    """The form again with the values the earlier runs propose set by hand."""
+    found = _history(request, form, composed, None if composed else advice_so_far(form))
+    if found is None or not found.proposal:
+        messages.info(request, "The earlier runs propose nothing to apply: the form is as it was.")
+        return form, composed, script_text
+    if composed and script_text and not _edited(script_text, composed.script):
+        script_text = ""  # the preview follows the new values, unless it was edited by hand
+    data = form.data.copy()
+    for suggestion in found.proposal:
+        data[suggestion.field] = suggestion.value
+    applied = ComposeForm(data)
+    changes = ", ".join(s.change for s in found.proposal)
+    messages.success(request, f"Set from {len(found.kept)} earlier runs: {changes}.")
+    return applied, _composed(request, applied, None), script_text
 
 
 def _edit_errors(edit: ScriptEditForm) -> str:
