@@ -82,7 +82,8 @@ def test_it_names_and_leaves_out_failed_cancelled_running_and_much_shorter_runs(
 
 
 def test_a_run_that_timed_out_asks_for_half_as_much_again():
-    runs = [run(1), run(2, Outcome.TIMED_OUT, elapsed_seconds=4 * 3600, time_limit_seconds=4 * 3600)]
+    timed_out = run(2, Outcome.TIMED_OUT, elapsed_seconds=4 * 3600, time_limit_seconds=4 * 3600)
+    runs = [run(1), timed_out]
     history = summarize(runs, DAY)
     assert proposed(history, "time_limit") == "6:00:00"
     assert "ran out of time" in history.proposal[0].reason

@@ -189,3 +189,20 @@ def test_the_openapi_schema_documents_the_history(client, seeded):
     history = schema["components"]["schemas"]["HistoryOut"]
     assert "proposal" in history["properties"]
     assert "Set by hand" in str(schema["components"]["schemas"]["ProposedOut"])
+
+
+def test_a_command_saved_as_the_browser_sent_it_still_matches(user_client, user, seeded):
+    # A textarea sends CRLF line breaks, and the composition keeps what was sent.
+    command = "cd $HOME/code\r\npython train.py\r\n"
+    Composition.objects.create(
+        owner=user, name="two lines", fields=FORM | {"command": command}, script="#!/bin/bash\n"
+    )
+    past_job(user, 1, name="other")
+    past_job(user, 2, name="other")
+    page = user_client.get("/jobs/new/", FORM | {"command": "cd $HOME/code\npython train.py"})
+    assert "Last 2 runs" in page.content.decode()
+
+
+def test_a_job_with_another_command_or_name_does_not_count(user_client, runs):
+    page = user_client.get("/jobs/new/", FORM | {"command": "python other.py", "job_name": "x"})
+    assert 'class="history"' not in page.content.decode()

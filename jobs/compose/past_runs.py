@@ -32,7 +32,9 @@ def similar_jobs(
     """The user's own jobs on `cluster` (never those of a shared login's other members) that ran
     this composition or this command. Slurm's accounting does not keep a job's command, so a job
     submitted outside the portal counts when it has this job name."""
-    alike = Q(composition__fields__command=command) if command.strip() else Q(pk__in=[])
+    alike = Q(pk__in=[])  # nothing, until a command, composition or name says what is alike
+    if command.strip():
+        alike |= Q(composition__fields__command__in=_as_typed(command))
     if composition is not None:
         alike |= Q(composition=composition)
     if job_name.strip():
@@ -43,6 +45,17 @@ def similar_jobs(
         .annotate(gpu_memory_peak_mb=Max("gpu_devices__peak_memory_mb"))
         .order_by("-started")[:RECENT]
     )
+
+
+def _as_typed(command: str) -> list[str]:
+    """The ways a saved composition may hold this command: it keeps what the browser sent, with
+    the textarea's CRLF line breaks and a last line break the form's value has lost."""
+    command = command.replace("\r\n", "\n").strip()
+    return [
+        base + end
+        for base in {command, command.replace("\n", "\r\n")}
+        for end in ("", "\n", "\r\n")
+    ]
 
 
 def past_run(job: Job) -> PastRun:
