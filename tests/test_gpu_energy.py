@@ -1,0 +1,88 @@
+"""The energy of a job's GPUs, from the sampler's lines to the database: each sample's joules,
+each GPU's and the job's total, unknown (never 0) where a GPU has no energy counter."""
+
+import pytest
+
+from jobs.gpu import sample_store
+from jobs.models import GpuDevice, GpuSample, Job
+from tests.test_gpu_sample_lines import T0, gpu_line, lines, sample_line
+from tests.test_gpu_samples import _read, job  # noqa: F401  (the fixture)
+
+
+def _sample(t: float, joules: float | None, uuid: str = "GPU-a") -> dict:
+    return sample_line(t, 50.0, uuid) | {"energy_j": joules}
+
+
+def _summary(t: float, joules: float | None, uuid: str = "GPU-a") -> dict:
+    return {
+        "type": "summary", "time": T0 + t, "uuid": uuid, "samples": 2, "mean_utilization": 50.0,
+        "peak_memory_used_mb": 1000.0, "stopped_by": "SIGINT", "energy_j": joules,
+    }  # fmt: skip
+
+
+def test_each_sample_keeps_its_energy_and_the_gpus_and_the_jobs_add_up(job: Job) -> None:
+    data = lines(
+        gpu_line("GPU-a", 0),
+        gpu_line("GPU-b", 1),
+        _sample(10, 2500.0, "GPU-a"),
+        _sample(10, 600.0, "GPU-b"),
+    )
+    sample_store.store([_read(job, data)])
+    # The next poll reads the next lines: the totals carry on from what is stored.
+    sample_store.store(
+        [_read(job, lines(_sample(20, 2400.0, "GPU-a"), _sample(20, 600.0, "GPU-b")))]
+    )
+    a, b = GpuDevice.objects.get(uuid="GPU-a"), GpuDevice.objects.get(uuid="GPU-b")
+    assert [s.energy_j for s in a.samples.all()] == [2500.0, 2400.0]
+    assert (a.energy_j, b.energy_j) == (4900.0, 1200.0)
+    job.refresh_from_db()
+    assert job.gpu_energy_j == 6100.0
+
+
+def test_a_gpu_without_the_counter_leaves_the_job_unknown_not_zero(job: Job) -> None:
+    data = lines(gpu_line("GPU-a", 0), _sample(10, None), _sample(20, None), _summary(30, None))
+    sample_store.store([_read(job, data)])
+    assert GpuDevice.objects.get().energy_j is None
+    assert GpuSample.objects.filter(energy_j__isnull=False).count() == 0
+    job.refresh_from_db()
+    assert job.gpu_energy_j is None
+
+
+def test_one_gpu_unknown_makes_the_jobs_energy_unknown(job: Job) -> None:
+    data = lines(
+        gpu_line("GPU-a", 0), gpu_line("MIG-b", 1, mig=True),
+        _sample(10, 2500.0, "GPU-a"), _sample(10, None, "MIG-b"),
+    )  # fmt: skip
+    sample_store.store([_read(job, data)])
+    job.refresh_from_db()
+    assert GpuDevice.objects.get(uuid="GPU-a").energy_j == 2500.0
+    assert job.gpu_energy_j is None  # not 2500 J passed off as the whole job's
+
+
+def test_old_sample_files_still_store_with_unknown_energy(job: Job) -> None:
+    data = lines(gpu_line(), sample_line(10, 40.0), sample_line(20, 60.0))  # no energy_j keys
+    stored = sample_store.store([_read(job, data)])
+    assert (stored.samples, stored.malformed) == (2, 0)
+    job.refresh_from_db()
+    assert job.gpu_utilization == pytest.approx(50.0) and job.gpu_energy_j is None
+
+
+def test_a_run_shorter_than_an_interval_has_its_summarys_energy(job: Job) -> None:
+    sample_store.store([_read(job, lines(gpu_line(), _summary(4, 610.0)))])
+    job.refresh_from_db()
+    assert job.gpu_energy_j == 610.0
+    # With samples, they count: the summary does not add their joules again.
+    sample_store.store([_read(job, lines(gpu_line("GPU-c", 2), _sample(10, 1500.0, "GPU-c"),
+                                         _summary(12, 1800.0, "GPU-c")), node="n2")])  # fmt: skip
+    assert GpuDevice.objects.get(uuid="GPU-c").energy_j == 1500.0
+
+
+def test_thinning_keeps_the_energy(job: Job, monkeypatch) -> None:
+    monkeypatch.setattr(sample_store, "MAX_POINTS", 20)
+    for start in range(0, 60, 10):
+        batch = [_sample(10 * (i + 1), 100.0 + i) for i in range(start, start + 10)]
+        sample_store.store([_read(job, lines(gpu_line(), *batch) if start == 0 else lines(*batch))])
+    exact = sum(100.0 + i for i in range(60))
+    assert GpuSample.objects.count() <= 20
+    assert sum(s.energy_j for s in GpuSample.objects.all()) == pytest.approx(exact)
+    assert GpuDevice.objects.get().energy_j == pytest.approx(exact)
