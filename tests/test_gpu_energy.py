@@ -3,10 +3,28 @@ each GPU's and the job's total, unknown (never 0) where a GPU has no energy coun
 
 import pytest
 
+from guidance.models import Cluster
+from jobs.cluster import keys
 from jobs.gpu import sample_store
-from jobs.models import GpuDevice, GpuSample, Job
+from jobs.models import ClusterAccount, GpuDevice, GpuSample, Job, JobState
 from tests.test_gpu_sample_lines import T0, gpu_line, lines, sample_line
-from tests.test_gpu_samples import _read, job  # noqa: F401  (the fixture)
+from tests.test_gpu_samples import _read
+
+
+@pytest.fixture
+def job(user, seeded) -> Job:
+    pair = keys.generate_keypair()
+    account = ClusterAccount.objects.create(
+        owner=user,
+        cluster=Cluster.objects.get(slug="narval"),
+        username="alice",
+        public_key=pair.public_line,
+        private_key_encrypted=keys.encrypt(pair.private_pem),
+    )
+    return Job.objects.create(
+        owner=user, account=account, name="train", script="#!/bin/bash\n", slurm_id="77",
+        state=JobState.RUNNING, nodes="n1",
+    )  # fmt: skip
 
 
 def _sample(t: float, joules: float | None, uuid: str = "GPU-a") -> dict:

@@ -106,8 +106,10 @@ def test_energy_is_read_where_the_sampler_wrote_it_and_unknown_in_older_files() 
     old = sample_line(10, 50)  # a sampler from before the energy field: no such key at all
     new = sample_line(20, 50) | {"energy_j": 2505.25}
     unknown = sample_line(30, 50) | {"energy_j": None}  # a GPU without NVML's counter
-    summary = {"type": "summary", "time": T0 + 40, "uuid": "GPU-a", "samples": 3,
-               "mean_utilization": 50, "peak_memory_used_mb": 1000, "stopped_by": "SIGINT"}  # fmt: skip
+    summary = {
+        "type": "summary", "time": T0 + 40, "uuid": "GPU-a", "samples": 3,
+        "mean_utilization": 50, "peak_memory_used_mb": 1000, "stopped_by": "SIGINT",
+    }  # fmt: skip
     chunk = parse(lines(old, new, unknown, summary, summary | {"energy_j": 7000.5}))
     assert chunk.malformed == 0
     assert [line.energy_j for line in chunk.lines] == [None, 2505.25, None, None, 7000.5]
