@@ -1,6 +1,9 @@
 """The energy of a job's GPUs, from the sampler's lines to the database: each sample's joules,
 each GPU's and the job's total, unknown (never 0) where a GPU has no energy counter."""
 
+import html
+import re
+
 import pytest
 
 from guidance.models import Cluster
@@ -104,3 +107,88 @@ def test_thinning_keeps_the_energy(job: Job, monkeypatch) -> None:
     assert GpuSample.objects.count() <= 20
     assert sum(s.energy_j for s in GpuSample.objects.all()) == pytest.approx(exact)
     assert GpuDevice.objects.get().energy_j == pytest.approx(exact)
+
+
+# -- what users see: the job page's GPU section, the efficiency report, the API ------------------
+
+
+def _text(html_text: str) -> str:
+    words = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", html_text)).split())
+    return re.sub(r" ([.,;])", r"\1", words)
+
+
+def _part(page: str, pattern: str) -> str:
+    found = re.search(pattern, page, re.S)
+    assert found, pattern
+    return _text(found[0])
+
+
+def _finished(job: Job, energy: bool = True) -> Job:
+    """2 GPUs that ran 1 h of a 4 h limit, sampled (with NVML's counter when `energy`)."""
+    # Half of each GPU's energy in each of two samples: 0.5 kWh and 0.2 kWh in all.
+    a, b = (900_000.0, 360_000.0) if energy else (None, None)
+    data = lines(
+        gpu_line("GPU-a", 0), gpu_line("GPU-b", 1),
+        _sample(1800, a, "GPU-a"), _sample(1800, b, "GPU-b"),
+        _sample(3600, a, "GPU-a"), _sample(3600, b, "GPU-b"),
+    )  # fmt: skip
+    sample_store.store([_read(job, data)])
+    Job.objects.filter(pk=job.pk).update(
+        state=JobState.COMPLETED, gpus=2, elapsed_seconds=3600, time_limit_seconds=4 * 3600
+    )
+    job.refresh_from_db()
+    return job
+
+
+def test_the_job_page_shows_gpu_hours_used_of_requested_and_energy(user_client, job: Job) -> None:
+    page = user_client.get(f"/jobs/{_finished(job).pk}/").content.decode()
+    table = _part(page, r'<table class="gpu-table">.*?</table>')
+    assert "Energy" in table
+    assert "GPU 0 on n1 NVIDIA A100-SXM4-40GB 50% 1.0 GB of 40 GB 0.500 kWh" in table
+    assert "GPU 1 on n1 NVIDIA A100-SXM4-40GB 50% 1.0 GB of 40 GB 0.200 kWh" in table
+    totals = _part(page, r'<p class="gpu-totals">.*?</p>')
+    assert totals == "2.00 GPU-hours used of 8.00 requested · its GPUs used 0.700 kWh."
+    # The efficiency report says the same.
+    assert _part(page, r'<tr class="gpu-hours">.*?</tr>') == (
+        "GPU-hours 2.00 used of 8.00 requested (2 GPUs \u00d7 the time limit)"
+    )
+    assert _part(page, r'<tr class="gpu-energy">.*?</tr>') == (
+        "Energy 0.700 kWh used by its GPUs, as their driver counts it (NVML)"
+    )
+
+
+def test_without_the_counter_the_page_says_unknown_not_zero(user_client, job: Job) -> None:
+    page = user_client.get(f"/jobs/{_finished(job, energy=False).pk}/").content.decode()
+    table = _part(page, r'<table class="gpu-table">.*?</table>')
+    assert table.count("unknown") == 2 and "kWh" not in table
+    assert _part(page, r'<p class="gpu-totals">.*?</p>') == (
+        "2.00 GPU-hours used of 8.00 requested."
+    )
+    assert _part(page, r'<tr class="gpu-energy">.*?</tr>').startswith("Energy unknown")
+    assert "0.000 kWh" not in page
+
+
+def test_the_api_gives_gpu_hours_and_energy(client, secret, job: Job) -> None:
+    url = f"/api/v1/jobs/{_finished(job).pk}"
+    body = client.get(url, headers={"Authorization": f"Bearer {secret}"}).json()
+    assert (body["gpu_hours_used"], body["gpu_hours_requested"]) == (2, 8)
+    assert body["gpu_energy_kwh"] == pytest.approx(0.7)
+    report = body["efficiency"]
+    assert (report["gpu_hours"], report["gpu_hours_requested"]) == (2, 8)
+    assert report["energy_kwh"] == pytest.approx(0.7)
+
+
+def test_the_api_gives_null_energy_for_gpus_without_the_counter(client, secret, job) -> None:
+    url = f"/api/v1/jobs/{_finished(job, energy=False).pk}"
+    body = client.get(url, headers={"Authorization": f"Bearer {secret}"}).json()
+    assert body["gpu_energy_kwh"] is None and body["efficiency"]["energy_kwh"] is None
+    assert body["gpu_hours_used"] == 2
+
+
+def test_the_api_schema_documents_gpu_hours_and_energy(client, db) -> None:
+    schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
+    detail = schemas["JobDetailOut"]["properties"]
+    assert "NVML" in detail["gpu_energy_kwh"]["description"]
+    assert "time limit" in detail["gpu_hours_requested"]["description"]
+    assert "energy_kwh" in schemas["EfficiencyOut"]["properties"]
+    assert "GpuHoursOut" in schemas and "gpu_hours" in schemas["RecommendationOut"]["properties"]
