@@ -263,6 +263,7 @@ def _update_jobs(job_ids: set[int], devices: Iterable[GpuDevice], weight: dict[i
             jobs[pk].gpu_utilization = sum(mean for mean, _ in known) / len(known)
         else:
             jobs[pk].gpu_utilization = None
-        known = energy[pk]
-        jobs[pk].gpu_energy_j = sum(known) if known and None not in known else None  # type: ignore[arg-type]
+        reported = [joules for joules in energy[pk] if joules is not None]
+        whole = reported and len(reported) == len(energy[pk])
+        jobs[pk].gpu_energy_j = sum(reported) if whole else None
     _save_each(jobs.values(), ["gpu_utilization", "gpu_energy_j"])

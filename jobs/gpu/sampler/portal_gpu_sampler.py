@@ -10,9 +10,9 @@ name), flushed line by line, so a reader sees at most one partial last line:
   the joules the GPU used since the one before (the difference of NVML's energy counter), null
   where NVML has no counter (older GPUs, MIG slices, nvidia-smi): unknown, never 0;
 - one "summary" line per GPU when it stops, with its energy_j over the whole run; its stopped_by
-  says why: "SIGINT" (the job script
-  ended: its exit trap asks srun, which passes SIGINT on), "SIGTERM" (Slurm cancelled the job or
-  its time ran out), "SIGHUP", "parent-exited" (the step that started it is gone) or "error";
+  says why: "SIGINT" (the job script ended: its exit trap asks srun, which passes SIGINT on),
+  "SIGTERM" (Slurm cancelled the job or its time ran out), "SIGHUP", "parent-exited" (the step
+  that started it is gone) or "error";
 - or a single "unavailable" line, saying why in plain words, when it cannot sample at all.
 
 It reads NVML through the `pynvml` module (PORTAL_SAMPLER_NVML names another module: the tests'
