@@ -351,6 +351,12 @@ class Job(models.Model):
         null=True, blank=True, help_text="Mean compute utilization of its GPUs (%)."
     )
     gpu_warning = models.TextField(blank=True, help_text="Why its GPUs look wasted, if they do.")
+    gpu_energy_j = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Joules its GPUs used, from NVML's energy counter; empty: unknown (a GPU "
+        "without the counter, or no samples).",
+    )
     # The page that asked for it shows a fresh key with each "Submit" button: a second click, or
     # the same form sent again, finds this job instead of making another (jobs.compose.sending).
     submission_key = models.CharField(max_length=32, blank=True, editable=False)
@@ -557,6 +563,8 @@ class GpuDevice(models.Model):
     # From the sampler's summary line, or kept up to date from the samples while it runs.
     mean_utilization = models.FloatField(null=True, blank=True)
     peak_memory_mb = models.FloatField(null=True, blank=True)
+    # Its samples' energy added up; None while none has reported any (unknown, never 0).
+    energy_j = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["job", "task_id", "node", "index"]
@@ -580,6 +588,9 @@ class GpuSample(models.Model):
     memory_used_mb = models.FloatField(null=True, blank=True)
     power_w = models.FloatField(null=True, blank=True)
     temperature_c = models.FloatField(null=True, blank=True)
+    energy_j = models.FloatField(
+        null=True, blank=True, help_text="Joules used over `seconds`; None: unknown."
+    )
 
     class Meta:
         ordering = ["device", "at"]

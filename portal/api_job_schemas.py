@@ -214,6 +214,12 @@ class EfficiencyOut(Schema):
     time_percent: float | None
     elapsed: str
     time_limit: str
+    gpu_hours: float | None = Field(description="GPU-hours used: GPUs x elapsed.")
+    gpu_hours_requested: float | None = Field(description="GPUs x the time limit.")
+    energy_kwh: float | None = Field(
+        description="What its GPUs used, kWh, from NVML's energy counter; null: unknown (a GPU "
+        "without the counter, a MIG slice, no samples), never 0 for not measured."
+    )
     suggestions: list[SuggestionOut] = Field(description="For the next run.")
 
 
@@ -236,6 +242,9 @@ def efficiency_out(report: EfficiencyReport | None) -> dict[str, Any] | None:
         "time_percent": report.time_percent,
         "elapsed": report.elapsed,
         "time_limit": report.time_limit,
+        "gpu_hours": report.gpu_hours,
+        "gpu_hours_requested": report.gpu_hours_requested,
+        "energy_kwh": report.energy_kwh,
         "suggestions": [
             {
                 "field": s.field,
@@ -332,6 +341,12 @@ class JobDetailOut(JobOut):
     cpus: int | None
     elapsed_seconds: int | None
     time_limit_seconds: int | None
+    gpu_hours_used: float | None = Field(description="GPUs x elapsed, so far while it runs.")
+    gpu_hours_requested: float | None = Field(description="GPUs x the time limit.")
+    gpu_energy_kwh: float | None = Field(
+        description="What its GPUs used, kWh (so far while it runs), from NVML's energy "
+        "counter; null: unknown (a GPU without the counter, a MIG slice, no samples yet)."
+    )
     events: list[EventOut]
     efficiency: EfficiencyOut | None = Field(
         description="Once the job has ended: how well it used what it asked for."
@@ -344,6 +359,18 @@ class JobDetailOut(JobOut):
         description="The sweep whose failed runs this job runs again (its id)."
     )
     reruns: list[int] = Field(description="The jobs that run this sweep's failed runs again.")
+
+    @staticmethod
+    def resolve_gpu_hours_used(job: Job) -> float | None:
+        return efficiency.usage(job).gpu_hours
+
+    @staticmethod
+    def resolve_gpu_hours_requested(job: Job) -> float | None:
+        return efficiency.usage(job).gpu_hours_requested
+
+    @staticmethod
+    def resolve_gpu_energy_kwh(job: Job) -> float | None:
+        return efficiency.usage(job).energy_kwh
 
     @staticmethod
     def resolve_events(job: Job) -> Any:

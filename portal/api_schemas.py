@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from guidance import engine, models
 from guidance.engine import history, sweep
+from guidance.engine.gpu_hours import GpuHours
 from guidance.engine.sources import Source
 from guidance.engine.types import CheckpointPlan, Recommendation, Step
 from jobs.compose.forms import BUILD_ON_NODE, ENVIRONMENTS, read_sweep
@@ -231,6 +232,18 @@ class HistoryOut(Schema):
     )
 
 
+class GpuHoursOut(Schema):
+    gpus: int = Field(description="Each job's GPUs, all its nodes.")
+    hours: float = Field(description="Each job's time limit.")
+    per_job: float = Field(description="GPUs x time limit.")
+    parts: int = Field(description="A chain's parts per run; 1 without a chain.")
+    jobs: int = Field(description="A sweep's array tasks or grouped jobs; 1 without a sweep.")
+    runs: int = Field(description="A sweep's runs; 1 without a sweep.")
+    per_run: float
+    total: float = Field(description="Every job's GPUs x time limit, added up.")
+    words: str
+
+
 class RecommendationOut(Schema):
     cluster: str
     guidance_only: bool = Field(description="The cluster takes no Slurm scripts (e.g. Run:ai).")
@@ -247,6 +260,11 @@ class RecommendationOut(Schema):
         "similar_runs over 1). Null: one run."
     )
     launch: LaunchOut
+    gpu_hours: GpuHoursOut | None = Field(
+        description="The GPU-hours requested: what Slurm reserves for the job, its chain's "
+        "parts and its sweep's jobs, if each ran to its time limit. Null where the cluster "
+        "takes no Slurm scripts."
+    )
     warnings: list[NoteOut]
     errors: list[NoteOut] = Field(description="Always empty here: errors are answered 422.")
     tips: list[NoteOut]
@@ -302,6 +320,22 @@ def history_out(found: history.History | None) -> dict[str, Any] | None:
             }
             for s in found.proposal
         ],
+    }
+
+
+def _gpu_hours(hours: GpuHours | None) -> dict[str, Any] | None:
+    if hours is None:
+        return None
+    return {
+        "gpus": hours.gpus,
+        "hours": round(hours.hours, 4),
+        "per_job": round(hours.per_job, 2),
+        "parts": hours.parts,
+        "jobs": hours.jobs,
+        "runs": hours.runs,
+        "per_run": round(hours.per_run, 2),
+        "total": round(hours.total, 2),
+        "words": hours.words,
     }
 
 
@@ -379,6 +413,7 @@ def recommendation_out(rec: Recommendation, found: history.History | None = None
             else None
         ),
         "launch": {"kind": launch.launch, "reason": launch.reason, "told": launch.told},
+        "gpu_hours": _gpu_hours(rec.gpu_hours),
         **notes,
         "history": history_out(found),
     }

@@ -100,3 +100,21 @@ def test_empty_input_consumes_nothing() -> None:
 def test_a_line_longer_than_a_whole_read_is_skipped() -> None:
     assert parse(b"x" * 100, limit=100) == Chunk([], 100, 1)
     assert parse(b"x" * 99, limit=100) == Chunk([], 0, 0)
+
+
+def test_energy_is_read_where_the_sampler_wrote_it_and_unknown_in_older_files() -> None:
+    old = sample_line(10, 50)  # a sampler from before the energy field: no such key at all
+    new = sample_line(20, 50) | {"energy_j": 2505.25}
+    unknown = sample_line(30, 50) | {"energy_j": None}  # a GPU without NVML's counter
+    summary = {
+        "type": "summary", "time": T0 + 40, "uuid": "GPU-a", "samples": 3,
+        "mean_utilization": 50, "peak_memory_used_mb": 1000, "stopped_by": "SIGINT",
+    }  # fmt: skip
+    chunk = parse(lines(old, new, unknown, summary, summary | {"energy_j": 7000.5}))
+    assert chunk.malformed == 0
+    assert [line.energy_j for line in chunk.lines] == [None, 2505.25, None, None, 7000.5]
+
+
+def test_negative_energy_is_a_bad_line() -> None:
+    chunk = parse(lines(sample_line(10, 50) | {"energy_j": -3.0}, sample_line(20, 50)))
+    assert chunk.malformed == 1 and [line.time for line in chunk.lines] == [T0 + 20]

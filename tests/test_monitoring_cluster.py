@@ -24,7 +24,7 @@ from jobs import tasks
 from jobs.compose.script import render
 from jobs.compose.script_spec import ScriptSpec
 from jobs.gpu.monitoring import with_monitoring
-from jobs.models import ClusterAccount, Job, JobState, SampleFile
+from jobs.models import ClusterAccount, GpuDevice, Job, JobState, SampleFile
 from jobs.script_markers import MONITORING_START
 from tests.cluster_routes import ROUTES, take_route
 
@@ -257,6 +257,12 @@ def test_the_portal_submits_with_monitoring_and_the_job_page_shows_the_gpus(
     assert f"GPU 0 on {node}: 30%; GPU 1 on {node}: 0%." in page
     assert "Under the 90% target 100% of the sampled time." in page
     assert "1 GPU instead of 2" in page
+    # The fake NVML's energy counter grows at its fake power draw, 150 W and 60 W: each sample's
+    # joules come through the poll to the GPUs, the job and its page.
+    energy = dict(GpuDevice.objects.filter(job=ended).values_list("index", "energy_j"))
+    assert energy[0] == pytest.approx(2.5 * energy[1], rel=0.1)
+    assert ended.gpu_energy_j == pytest.approx(energy[0] + energy[1])
+    assert '<tr class="gpu-energy">' in page and "kWh" in page
 
 
 def test_each_part_of_a_chain_is_sampled_and_shown(account, user_client, settings):

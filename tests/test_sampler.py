@@ -100,8 +100,45 @@ def test_it_writes_gpus_then_samples_then_summaries(tmp_path):
     }
     assert set(samples[0]) == {
         *("type", "time", "uuid", "utilization", "memory_used_mb", "memory_total_mb"),
-        *("power_w", "temperature_c"),
+        *("power_w", "temperature_c", "energy_j"),
     }
+
+
+def test_each_sample_has_the_energy_its_gpu_used_since_the_last_and_the_summary_the_total(
+    tmp_path,
+):
+    records = _run(tmp_path, _env(tmp_path))
+    start = next(r["time"] for r in records if r["type"] == "gpu")
+    summaries = {r["uuid"]: r for r in records if r["type"] == "summary"}
+    for uuid, watts in ((GPU0, 150), (GPU1, 60)):  # the fake's counter grows at its power draw
+        samples = [r for r in records if r["type"] == "sample" and r["uuid"] == uuid]
+        times = [start] + [r["time"] for r in samples]
+        for sample, before in zip(samples, times, strict=False):
+            # The counter is read just before the line's time stamp: a few ms of slack.
+            assert sample["energy_j"] == pytest.approx(watts * (sample["time"] - before), abs=2)
+        total = summaries[uuid]["energy_j"]
+        assert total == pytest.approx(watts * (summaries[uuid]["time"] - start), abs=2)
+        assert sum(r["energy_j"] for r in samples) <= total
+
+
+def test_a_gpu_without_an_energy_counter_has_unknown_energy_not_zero(tmp_path):
+    records = _run(tmp_path, _env(tmp_path, FAKE_NVML_NO_ENERGY="1"))
+    samples = [r for r in records if r["type"] == "sample"]
+    assert samples and all(r["energy_j"] is None for r in samples)
+    assert samples[0]["power_w"] == 150  # the rest is sampled as before
+    assert all(r["energy_j"] is None for r in records if r["type"] == "summary")
+
+
+def test_a_mig_slice_has_unknown_energy(tmp_path):
+    records = _run(tmp_path, _env(tmp_path, CUDA_VISIBLE_DEVICES=f"MIG-{GPU1}"))
+    assert all(r["energy_j"] is None for r in records if r["type"] in ("sample", "summary"))
+
+
+def test_energy_is_the_counters_difference_unless_it_went_back():
+    assert sampler.energy_between(5_000_000, 5_250_500) == 250.5
+    assert sampler.energy_between(None, 5_000_000) is None
+    assert sampler.energy_between(5_000_000, None) is None
+    assert sampler.energy_between(5_000_000, 1_000) is None  # the driver was reloaded
 
 
 def test_an_index_in_cuda_visible_devices_picks_that_gpu(tmp_path):
@@ -177,6 +214,7 @@ def test_without_pynvml_it_reads_nvidia_smi(tmp_path):
     first, second = samples[0], samples[1]
     assert (first["utilization"], first["memory_used_mb"], first["power_w"]) == (87, 17203, 312.4)
     assert (second["utilization"], second["power_w"], second["temperature_c"]) == (None, None, 33)
+    assert first["energy_j"] is None  # nvidia-smi has no energy counter: unknown
     summaries = [r for r in records if r["type"] == "summary"]
     assert [s["mean_utilization"] for s in summaries] == [87, None]
 

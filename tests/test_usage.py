@@ -358,3 +358,55 @@ def test_the_report_rounds_the_gpus_needed_up_but_not_past_a_whole_number():
     assert report.gpus_needed == 10  # exactly 10.0, not 11
     doc = summarize([_use(gpus=71, utilization=35.0, runs={"": (at(0), at(24))})], PERIOD)
     assert (doc.gpus_in_use, doc.gpus_needed) == (71, 28)
+
+
+# -- GPU-hours requested and energy -------------------------------------------------------------
+
+
+def total(response, table_id: str) -> list[str]:
+    html = response.content.decode()
+    body = re.search(rf'<table id="{table_id}">.*?<tr class="total">(.*?)</tr>', html, re.S)[1]
+    return [
+        " ".join(re.sub(r"<[^>]+>", " ", c).split())
+        for c in re.findall(r"<td[^>]*>(.*?)</td>", body, re.S)
+    ]
+
+
+def test_the_usage_view_gives_gpu_hours_requested_used_and_energy_per_user_and_cluster(
+    staff_client, user, bob, narval, dgx
+) -> None:
+    # alice: 4 GPUs for 6 of 12 h asked, 1.2 kWh; 2 GPUs all day of 24 h asked, energy unknown.
+    _job(user, narval, at(6), at(12), 4, 50.0, time_limit_seconds=12 * 3600,
+         gpu_energy_j=1.2 * 3_600_000)  # fmt: skip
+    _job(user, narval, at(0), at(24), 2, 40.0, time_limit_seconds=24 * 3600)
+    # bob on dgx: 1 GPU from the evening before: half its run (and energy) falls in the day.
+    _job(bob, dgx, at(-2), at(2), 1, 90.0, time_limit_seconds=8 * 3600,
+         gpu_energy_j=0.4 * 3_600_000)  # fmt: skip
+    response = staff_client.get(f"/jobs/usage/{ONE_DAY}")
+    assert response.status_code == 200
+    # user, jobs, requested, used, used of requested, kWh, GPU-hours with energy unknown
+    assert table(response, "energy-by-user") == [
+        ["alice", "2", "96.0", "72.0", "75%", "1.200", "48.0"],
+        ["bob", "1", "4.0", "2.0", "50%", "0.200", "0.0"],
+    ]
+    assert total(response, "energy-by-user") == [
+        "All",
+        "3",
+        "100.0",
+        "74.0",
+        "74%",
+        "1.400",
+        "48.0",
+    ]
+    assert table(response, "energy-by-cluster") == [
+        ["Narval", "2", "96.0", "72.0", "75%", "1.200", "48.0"],
+        ["DGX cluster", "1", "4.0", "2.0", "50%", "0.200", "0.0"],
+    ]
+    page = text(response)
+    assert "GPU-hours requested, used and energy" in page and "unknown, not 0" in page
+
+
+def test_the_usage_view_says_unknown_energy_not_zero(staff_client, user, narval) -> None:
+    _job(user, narval, at(0), at(10), 1, 40.0)  # no time limit, no energy reported
+    rows = table(staff_client.get(f"/jobs/usage/{ONE_DAY}&cluster=narval"), "energy-by-cluster")
+    assert rows[0] == ["Narval", "1", "unknown", "10.0", "unknown", "unknown", "10.0"]

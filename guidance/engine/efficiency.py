@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from guidance.engine import sources
 from guidance.engine.gpu_use import (
     FEWER_GPUS,
+    JOULES_PER_KWH,
     GpuUse,
     card_memory_gb,
     find_gpu_type,
@@ -44,6 +45,7 @@ class JobFacts:
     gpu_type: str = ""
     timed_out: bool = False
     out_of_memory: bool = False
+    gpu_energy_j: float | None = None  # its GPUs', from NVML's counter; None: unknown
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,20 @@ class Usage:
     cpu_percent: float | None  # CPU time over CPUs x elapsed
     memory_percent: float | None  # peak RSS over the memory requested
     time_percent: float | None  # elapsed over the time limit
-    gpu_hours: float | None
+    gpu_hours: float | None  # used: GPUs x elapsed
     elapsed: str  # H:MM:SS, "" when not known
     time_limit: str
+    gpu_hours_requested: float | None = None  # GPUs x time limit
+    energy_kwh: float | None = None  # None: unknown, never 0 for "not measured"
 
 
 def usage_of(facts: JobFacts) -> Usage:
     gpu_seconds = _product(facts.gpus, facts.elapsed_seconds)
+    requested = _product(facts.gpus, facts.time_limit_seconds)
+    energy = facts.gpu_energy_j
     return Usage(
+        gpu_hours_requested=requested / 3600 if requested else None,
+        energy_kwh=energy / JOULES_PER_KWH if energy is not None else None,
         elapsed=clock(facts.elapsed_seconds),
         time_limit=clock(facts.time_limit_seconds),
         cpu_percent=_percent(facts.cpu_seconds, _product(facts.cpus, facts.elapsed_seconds)),
@@ -92,6 +100,9 @@ class EfficiencyReport:
     memory_percent: float | None
     time_percent: float | None
     suggestions: tuple[Suggestion, ...]
+    gpu_hours: float | None = None  # used: GPUs x elapsed
+    gpu_hours_requested: float | None = None  # GPUs x time limit
+    energy_kwh: float | None = None  # its GPUs', where NVML reports it
 
     # As seff prints them: H:MM:SS.
     @property
@@ -130,6 +141,9 @@ def report(facts: JobFacts, uses: Sequence[GpuUse], cluster: Cluster) -> Efficie
         memory_percent=used.memory_percent,
         time_percent=used.time_percent,
         suggestions=tuple(suggest(facts, uses, cluster)),
+        gpu_hours=used.gpu_hours,
+        gpu_hours_requested=used.gpu_hours_requested,
+        energy_kwh=used.energy_kwh,
     )
 
 

@@ -11,6 +11,7 @@ from guidance.engine.types import Cluster, GpuType, Note
 
 # Under this mean a GPU counts as doing nothing: an idle card still reads 0-1%.
 IDLE_PERCENT = 1.0
+JOULES_PER_KWH = 3_600_000
 
 # 003 works the sum: 71 GPUs at 35% are the work of 28 at 90%.
 FEWER_GPUS = Source(DOC_DGX, "The issue visualized")
@@ -32,6 +33,7 @@ class GpuUse:
     memory_total_mb: float | None = None
     peak_memory_mb: float | None = None
     task_id: str = ""
+    energy_j: float | None = None  # over the whole run, from NVML's counter; None: unknown
 
     @property
     def label(self) -> str:
@@ -46,6 +48,10 @@ class GpuUse:
     @property
     def memory_total_gb(self) -> float | None:
         return mib_to_gb(self.memory_total_mb) if self.memory_total_mb else None
+
+    @property
+    def energy_kwh(self) -> float | None:
+        return None if self.energy_j is None else self.energy_j / JOULES_PER_KWH
 
     @property
     def known(self) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from guidance.engine.archives import suffixes_in_words
+from guidance.engine.gpu_hours import GpuHours
 from guidance.engine.slurm_time import format_time
 from guidance.engine.sources import Source
 from guidance.engine.sweep import Plan as SweepPlan
@@ -477,3 +478,17 @@ class Recommendation:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def gpu_hours(self) -> GpuHours | None:
+        """What the composition asks for in all, before it runs; None without resources."""
+        if self.resources is None or self.guidance_only:
+            return None
+        r = self.resources
+        return GpuHours(
+            gpus=r.nodes.value * r.gpus_per_node.value,
+            hours=r.minutes.value / 60,
+            parts=self.chain.jobs if self.chain else 1,
+            jobs=self.sweep.jobs if self.sweep else 1,
+            runs=len(self.spec.sweep.runs) if self.spec.sweep and self.sweep else 1,
+        )

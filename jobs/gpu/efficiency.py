@@ -49,6 +49,7 @@ def _accounted(job: Job) -> JobFacts:
         gpu_type=job.gpu_type,
         timed_out=job.state == JobState.TIMEOUT,
         out_of_memory=job.state == JobState.OUT_OF_MEMORY,
+        gpu_energy_j=job.gpu_energy_j,
     )
 
 
@@ -105,6 +106,7 @@ def gpu_uses(job: Job, target: float, since: datetime | None = None) -> list[Gpu
                 memory_total_mb=d.memory_total_mb,
                 peak_memory_mb=max(peaks) if peaks else None,
                 task_id=d.task_id,
+                energy_j=None if since else d.energy_j,  # the whole run's only
             )
         )
     return uses
@@ -153,6 +155,7 @@ class GpuPanel:
     notes: tuple[str, ...]
     warming_up: bool
     report: EfficiencyReport | None
+    totals: Usage  # GPU-hours used and requested, and the GPUs' energy
 
 
 def _cluster_facts(job: Job) -> engine.Cluster:
@@ -205,6 +208,7 @@ def gpu_panel(job: Job) -> GpuPanel:
         notes=notes,
         warming_up=bool(job.started and not job.is_final and ran < settings.GPU_WARMUP_SECONDS),
         report=report(facts_of(job), uses, cluster) if _reportable(job, uses) else None,
+        totals=usage(job),
     )
 
 

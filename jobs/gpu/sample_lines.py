@@ -28,6 +28,9 @@ class Sample:
     memory_total_mb: float | None
     power_w: float | None
     temperature_c: float | None
+    # Joules since the GPU's last sample; None: unknown (no counter, or a sampler older than
+    # the energy field), never 0.
+    energy_j: float | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Summary:
     mean_utilization: float | None
     peak_memory_used_mb: float | None
     stopped_by: str
+    energy_j: float | None = None  # over the sampler's whole run
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,13 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"not a number: {value!r}")
     return float(value)
+
+
+def _amount(value: object) -> float | None:
+    number = _number(value)
+    if number is not None and number < 0:
+        raise ValueError(f"not an amount: {value!r}")
+    return number
 
 
 def _required_number(value: object) -> float:
@@ -112,6 +123,7 @@ def parse_line(text: str) -> Line:
             memory_total_mb=_number(record.get("memory_total_mb")),
             power_w=_number(record.get("power_w")),
             temperature_c=_number(record.get("temperature_c")),
+            energy_j=_amount(record.get("energy_j")),
         )
     if kind == "gpu":
         return Gpu(
@@ -133,6 +145,7 @@ def parse_line(text: str) -> Line:
             mean_utilization=_number(record.get("mean_utilization")),
             peak_memory_used_mb=_number(record.get("peak_memory_used_mb")),
             stopped_by=_text(record.get("stopped_by")),
+            energy_j=_amount(record.get("energy_j")),
         )
     if kind == "unavailable":
         return Unavailable(

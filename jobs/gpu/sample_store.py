@@ -1,5 +1,5 @@
 """Storing parsed sample lines: GPU devices, their samples (thinned past MAX_POINTS), each GPU's
-mean and peak, and each job's GPU utilization."""
+mean, peak and energy, and each job's GPU utilization and energy."""
 
 import logging
 from collections.abc import Iterable
@@ -11,7 +11,7 @@ from django.db import models, transaction
 from django.db.models import Count, Max, Q, Sum
 
 from jobs.gpu.sample_lines import Chunk, Gpu, Sample, Summary
-from jobs.gpu.thinning import MAX_POINTS, VALUES, Point, thin
+from jobs.gpu.thinning import AMOUNTS, MAX_POINTS, VALUES, Point, thin
 from jobs.models import GpuDevice, GpuSample, Job, SampleFile
 
 logger = logging.getLogger(__name__)
@@ -123,6 +123,12 @@ def store(reads: list[Read]) -> Stored:
                     device.peak_memory_mb = max(
                         device.peak_memory_mb or 0.0, line.peak_memory_used_mb
                     )
+                # The summary's energy covers the run from its start, the samples' from
+                # interval to interval: it only stands in for samples that never reported any
+                # (a run shorter than one interval). Added, a sampler started again on the same
+                # GPU (a requeued run) would count the first run twice.
+                if line.energy_j is not None and device.energy_j is None:
+                    device.energy_j = line.energy_j
                 changed[device.pk] = device
                 file.finished = True
             else:
@@ -148,6 +154,7 @@ def store(reads: list[Read]) -> Stored:
 
 DEVICE_FIELDS = [
     "index", "name", "pci_bus_id", "mig", "memory_total_mb", "mean_utilization", "peak_memory_mb",
+    "energy_j",
 ]  # fmt: skip
 
 
@@ -193,6 +200,8 @@ def _sample(
         device.peak_memory_mb = max(device.peak_memory_mb or 0.0, line.memory_used_mb)
     if device.memory_total_mb is None and line.memory_total_mb is not None:
         device.memory_total_mb = line.memory_total_mb
+    if line.energy_j is not None:
+        device.energy_j = (device.energy_j or 0.0) + line.energy_j
     return GpuSample(
         device=device,
         at=at,
@@ -201,19 +210,29 @@ def _sample(
         memory_used_mb=line.memory_used_mb,
         power_w=line.power_w,
         temperature_c=line.temperature_c,
+        energy_j=line.energy_j,
     )
 
 
 def _thin_device(device: GpuDevice) -> None:
     rows = list(device.samples.order_by("at", "pk"))
     points = [
-        Point(r.pk, r.at, r.seconds, r.utilization, r.memory_used_mb, r.power_w, r.temperature_c)
+        Point(
+            r.pk,
+            r.at,
+            r.seconds,
+            r.utilization,
+            r.memory_used_mb,
+            r.power_w,
+            r.temperature_c,
+            r.energy_j,
+        )
         for r in rows
     ]
     kept = thin(points, MAX_POINTS)
     by_pk = {row.pk: row for row in rows}
     updated = []
-    fields = ["seconds", *VALUES]
+    fields = ["seconds", *VALUES, *AMOUNTS]
     for point in kept:
         row = by_pk[point.pk]
         if any(getattr(row, name) != getattr(point, name) for name in fields):
@@ -226,10 +245,14 @@ def _thin_device(device: GpuDevice) -> None:
 
 
 def _update_jobs(job_ids: set[int], devices: Iterable[GpuDevice], weight: dict[int, float]) -> None:
-    """Each job's GPU utilization: its GPUs' means weighted by the time each was known."""
+    """Each job's GPU utilization (its GPUs' means weighted by the time each was known) and
+    energy (its GPUs' added up, unknown while one GPU's is: never a part passed off as all)."""
     jobs = {pk: Job(pk=pk) for pk in job_ids}
     parts: dict[int, list[tuple[float, float]]] = {pk: [] for pk in job_ids}
+    energy: dict[int, list[float | None]] = {pk: [] for pk in job_ids}
     for device in devices:
+        if device.job_id in parts:
+            energy[device.job_id].append(device.energy_j)
         if device.job_id in parts and device.mean_utilization is not None:
             parts[device.job_id].append((device.mean_utilization, weight.get(device.pk, 0.0)))
     for pk, known in parts.items():
@@ -240,4 +263,7 @@ def _update_jobs(job_ids: set[int], devices: Iterable[GpuDevice], weight: dict[i
             jobs[pk].gpu_utilization = sum(mean for mean, _ in known) / len(known)
         else:
             jobs[pk].gpu_utilization = None
-    _save_each(jobs.values(), ["gpu_utilization"])
+        reported = [joules for joules in energy[pk] if joules is not None]
+        whole = reported and len(reported) == len(energy[pk])
+        jobs[pk].gpu_energy_j = sum(reported) if whole else None
+    _save_each(jobs.values(), ["gpu_utilization", "gpu_energy_j"])

@@ -1,5 +1,5 @@
 """Thinning a GPU's stored samples: past a bound, neighbours merge into longer ones whose values
-are time-weighted means. Pure."""
+are time-weighted means, and whose energy is the sum of theirs. Pure."""
 
 import itertools
 from dataclasses import dataclass, replace
@@ -19,9 +19,11 @@ class Point:
     memory_used_mb: float | None
     power_w: float | None
     temperature_c: float | None
+    energy_j: float | None = None
 
 
 VALUES = ("utilization", "memory_used_mb", "power_w", "temperature_c")
+AMOUNTS = ("energy_j",)  # what a span used: neighbours' add up
 
 
 def merge(older: Point, newer: Point) -> Point:
@@ -39,6 +41,9 @@ def merge(older: Point, newer: Point) -> Point:
             values[name] = sum(value * seconds for value, seconds in known) / weight
         else:
             values[name] = sum(value for value, _ in known) / len(known)
+    for name in AMOUNTS:
+        known = [getattr(p, name) for p in (older, newer) if getattr(p, name) is not None]
+        values[name] = sum(known) if known else None
     return replace(newer, seconds=older.seconds + newer.seconds, **values)
 
 

@@ -7,6 +7,11 @@ A job's GPU-hours are its GPUs times the part of its run inside the period; a ch
 array's run is its tasks' runs, not the span from the first start to the last end, which would
 count the waits between parts. Jobs without utilization samples are "unknown": they count as
 allocated, never as idle nor as busy.
+
+Beside what they held, what they asked for and used up: a run's GPU-hours requested (its GPUs
+times its time limit) and its GPUs' energy (NVML's counter, for the whole run) count for the
+share of the run that falls inside the period, as its GPU-hours do. A job whose GPUs did not
+report their energy is "unknown" too, never 0 kWh.
 """
 
 import math
@@ -17,6 +22,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q
 
+from guidance.engine.gpu_use import JOULES_PER_KWH
 from jobs.models import GpuDevice, Job, JobOrigin, JobTask
 
 DEFAULT_TARGET_PERCENT = 90  # Policy's default, for a cluster that has no policy
@@ -54,6 +60,8 @@ class JobUse:
     runs: dict[str, tuple[datetime, datetime]]  # task id ("" for a plain job) -> start, end
     idle_gpus: dict[str, int] = field(default_factory=dict)  # task id -> GPUs under 1%
     outside: bool = False  # submitted outside the portal: never sampled, so "unknown"
+    time_limit_seconds: int | None = None  # each run's (a chain's part, an array's task)
+    energy_j: float | None = None  # its GPUs' over its whole run so far; None: unknown
 
     @property
     def idle_gpu_count(self) -> int:
@@ -71,6 +79,9 @@ class Figures:
     busy: float = 0.0  # known x utilization
     idle: float = 0.0  # on GPUs that stayed under IDLE_PERCENT
     at_target: float = 0.0  # the GPU-hours `busy` would take at the cluster's target
+    requested: float = 0.0  # GPUs x time limit, of jobs whose limit is known
+    energy_j: float = 0.0  # of the jobs whose GPUs reported their energy
+    energy_known: float = 0.0  # the GPU-hours allocated to those jobs
 
     def add(self, other: "Figures") -> None:
         self.jobs += other.jobs
@@ -80,6 +91,9 @@ class Figures:
         self.busy += other.busy
         self.idle += other.idle
         self.at_target += other.at_target
+        self.requested += other.requested
+        self.energy_j += other.energy_j
+        self.energy_known += other.energy_known
 
     @property
     def unknown(self) -> float:
@@ -92,6 +106,20 @@ class Figures:
     @property
     def utilization(self) -> float | None:
         return 100 * self.busy / self.known if self.known else None
+
+    @property
+    def used_of_requested(self) -> float | None:
+        """% of the GPU-hours requested that the jobs held."""
+        return 100 * self.allocated / self.requested if self.requested else None
+
+    @property
+    def energy_kwh(self) -> float | None:
+        return self.energy_j / JOULES_PER_KWH if self.energy_known else None
+
+    @property
+    def energy_unknown(self) -> float:
+        """GPU-hours of jobs whose GPUs did not report their energy."""
+        return self.allocated - self.energy_known
 
 
 @dataclass(frozen=True)
@@ -122,6 +150,7 @@ class UsageReport:
     by_user: list[Group]
     by_partition: list[Group]
     by_gpu_type: list[Group]
+    by_cluster: list[Group]
     top_waste: list[Waste]
     targets: list[int]  # the clusters' utilization targets, for the wording
 
@@ -147,6 +176,17 @@ def figures_of(job: JobUse, period: Period) -> Figures:
     hours = {task: period.hours_of(*run) for task, run in job.runs.items()}
     allocated = job.gpus * sum(hours.values())
     figures = Figures(jobs=1, outside_jobs=int(job.outside), allocated=allocated)
+    # The share of each run inside the period (all of a run too short to measure).
+    shares = {
+        task: hours[task] / length if (length := _hours(*run)) > 0 else 1.0
+        for task, run in job.runs.items()
+    }
+    if job.time_limit_seconds:
+        figures.requested = job.gpus * job.time_limit_seconds / 3600 * sum(shares.values())
+    if job.energy_j is not None and allocated:
+        whole = sum(_hours(*run) for run in job.runs.values())
+        figures.energy_j = job.energy_j * (sum(hours.values()) / whole if whole else 1.0)
+        figures.energy_known = allocated
     if job.utilization is None or allocated == 0:
         return figures
     figures.known = allocated
@@ -160,12 +200,17 @@ def figures_of(job: JobUse, period: Period) -> Figures:
     return figures
 
 
+def _hours(start: datetime, end: datetime) -> float:
+    return max((end - start).total_seconds(), 0) / 3600
+
+
 def summarize(jobs: Iterable[JobUse], period: Period, multi_cluster: bool = False) -> UsageReport:
     total = Figures()
     groups: dict[str, dict[str, Figures]] = {
         "user": defaultdict(Figures),
         "partition": defaultdict(Figures),
         "gpu_type": defaultdict(Figures),
+        "cluster": defaultdict(Figures),
     }
     wastes, targets = [], set()
     for job in jobs:
@@ -180,6 +225,7 @@ def summarize(jobs: Iterable[JobUse], period: Period, multi_cluster: bool = Fals
             figures
         )
         groups["gpu_type"][job.gpu_type or "unknown"].add(figures)
+        groups["cluster"][job.cluster].add(figures)
         if figures.unused > 0:
             wastes.append(Waste(job, figures))
     wastes.sort(key=lambda waste: (-waste.figures.unused, waste.job.pk))
@@ -194,6 +240,7 @@ def summarize(jobs: Iterable[JobUse], period: Period, multi_cluster: bool = Fals
         by_user=table("user"),
         by_partition=table("partition"),
         by_gpu_type=table("gpu_type"),
+        by_cluster=table("cluster"),
         top_waste=wastes[:TOP_WASTE],
         targets=sorted(targets),
     )
@@ -234,6 +281,8 @@ def load(period: Period, cluster_id: int | None, now: datetime) -> list[JobUse]:
         "started",
         "ended",
         "origin",
+        "time_limit_seconds",
+        "gpu_energy_j",
     )
     return [
         JobUse(
@@ -250,6 +299,8 @@ def load(period: Period, cluster_id: int | None, now: datetime) -> list[JobUse]:
             runs=runs.get(pk) or {"": (started, ended or now)},
             idle_gpus=idle.get(pk, {}),
             outside=origin == JobOrigin.OUTSIDE,
+            time_limit_seconds=time_limit,
+            energy_j=energy,
         )
         for (
             pk,
@@ -265,5 +316,7 @@ def load(period: Period, cluster_id: int | None, now: datetime) -> list[JobUse]:
             started,
             ended,
             origin,
+            time_limit,
+            energy,
         ) in rows.order_by("pk")
     ]

@@ -12,6 +12,10 @@ it. Deterministic; configured by the environment when it is imported:
 - FAKE_NVML_NO_SAMPLES="1": nvmlDeviceGetSamples raises NVMLError_NotSupported, as on old GPUs.
 - FAKE_NVML_MEMORY_MB="1000,2000": used memory per GPU in MiB (default 1024 each); total 40960.
 - FAKE_NVML_INIT_FAILS="1": nvmlInit raises NVMLError_DriverNotLoaded.
+- FAKE_NVML_NO_ENERGY="1": nvmlDeviceGetTotalEnergyConsumption raises NVMLError_NotSupported, as
+  on GPUs older than Volta. Otherwise each GPU's FAKE energy counter grows at exactly its fake
+  power draw (60 W + 3 W per % of utilization: 150 W and 60 W by default) from a driver "loaded"
+  an hour before the import, so that the joules between two samples are watts x seconds.
 
 UUIDs are GPU-00000000-0000-0000-0000-00000000000<i>; MIG-<that> names a slice of GPU <i>.
 """
@@ -71,6 +75,8 @@ MEMORY_MB = _numbers("FAKE_NVML_MEMORY_MB", ",".join("1024" for _ in UTILIZATION
 MIG = os.environ.get("FAKE_NVML_MIG") == "1"
 NO_SAMPLES = os.environ.get("FAKE_NVML_NO_SAMPLES") == "1"
 INIT_FAILS = os.environ.get("FAKE_NVML_INIT_FAILS") == "1"
+NO_ENERGY = os.environ.get("FAKE_NVML_NO_ENERGY") == "1"
+FAKE_DRIVER_LOADED = time.time() - 3600  # the fake energy counter counts from here
 
 
 class _Handle:
@@ -167,7 +173,18 @@ def nvmlDeviceGetSamples(handle: _Handle, sampling_type: int, last_seen: int):
 def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     if handle.mig_slice:
         raise NVMLError_NotSupported()
-    return 60_000 + int(UTILIZATION[handle.index] * 3000)  # milliwatts
+    return _fake_milliwatts(handle)
+
+
+def _fake_milliwatts(handle: _Handle) -> int:
+    return 60_000 + int(UTILIZATION[handle.index] * 3000)
+
+
+def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
+    """The FAKE counter: millijoules since the fake driver loaded, at the fake power draw."""
+    if NO_ENERGY or handle.mig_slice:
+        raise NVMLError_NotSupported()
+    return int(_fake_milliwatts(handle) * (time.time() - FAKE_DRIVER_LOADED))
 
 
 def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:

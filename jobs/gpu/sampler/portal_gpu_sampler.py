@@ -6,10 +6,13 @@ Usage: python3 portal_gpu_sampler.py --dir DIR --label LABEL [--interval SECONDS
 It appends JSON lines to DIR/gpu-LABEL.NODE.jsonl (NODE: $SLURMD_NODENAME, else the short host
 name), flushed line by line, so a reader sees at most one partial last line:
 
-- one "gpu" line per GPU, then every interval one "sample" line per GPU;
-- one "summary" line per GPU when it stops; its stopped_by says why: "SIGINT" (the job script
-  ended: its exit trap asks srun, which passes SIGINT on), "SIGTERM" (Slurm cancelled the job or
-  its time ran out), "SIGHUP", "parent-exited" (the step that started it is gone) or "error";
+- one "gpu" line per GPU, then every interval one "sample" line per GPU; a sample's energy_j is
+  the joules the GPU used since the one before (the difference of NVML's energy counter), null
+  where NVML has no counter (older GPUs, MIG slices, nvidia-smi): unknown, never 0;
+- one "summary" line per GPU when it stops, with its energy_j over the whole run; its stopped_by
+  says why: "SIGINT" (the job script ended: its exit trap asks srun, which passes SIGINT on),
+  "SIGTERM" (Slurm cancelled the job or its time ran out), "SIGHUP", "parent-exited" (the step
+  that started it is gone) or "error";
 - or a single "unavailable" line, saying why in plain words, when it cannot sample at all.
 
 It reads NVML through the `pynvml` module (PORTAL_SAMPLER_NVML names another module: the tests'
@@ -172,7 +175,9 @@ class Tally:
         if memory is not None and (self.peak_memory is None or memory > self.peak_memory):
             self.peak_memory = memory
 
-    def summary(self, uuid: str, stopped_by: str, moment: float) -> dict:
+    def summary(
+        self, uuid: str, stopped_by: str, moment: float, energy_j: float | None = None
+    ) -> dict:
         return {
             "type": "summary",
             "time": round(moment, 3),
@@ -180,8 +185,17 @@ class Tally:
             "samples": self.samples,
             "mean_utilization": mean(self.utilization),
             "peak_memory_used_mb": self.peak_memory,
+            "energy_j": energy_j,
             "stopped_by": stopped_by,
         }
+
+
+def energy_between(before_mj: int | None, after_mj: int | None) -> float | None:
+    """Joules between two readings of NVML's energy counter (millijoules since the driver
+    loaded); None when either is unknown or the counter went back (the driver reloaded)."""
+    if before_mj is None or after_mj is None or after_mj < before_mj:
+        return None
+    return number((after_mj - before_mj) / 1000, 3)
 
 
 def sample_record(uuid: str, moment: float, reading: dict) -> dict:
@@ -194,6 +208,7 @@ def sample_record(uuid: str, moment: float, reading: dict) -> dict:
         "memory_total_mb": reading.get("memory_total_mb"),
         "power_w": reading.get("power_w"),
         "temperature_c": reading.get("temperature_c"),
+        "energy_j": reading.get("energy_j"),
     }
 
 
@@ -244,6 +259,9 @@ class Nvml:
         self.gpus: list[dict] = []
         self.handles: dict[str, object] = {}
         self.last_seen: dict[str, int] = {}
+        # NVML's energy counter at the start and at the last sample, None where it has none.
+        self.energy_start: dict[str, int | None] = {}
+        self.energy_last: dict[str, int | None] = {}
         for handle, index, mig in self._handles(tokens):
             gpu = self._describe(handle, index, mig)
             if gpu["uuid"] in self.handles:
@@ -252,6 +270,8 @@ class Nvml:
             self.handles[gpu["uuid"]] = handle
             # NVML keeps a buffer of recent samples: start from now, not from the last job's.
             self.last_seen[gpu["uuid"]] = int(start * 1_000_000)
+            self.energy_start[gpu["uuid"]] = self._energy_counter(gpu, handle)
+            self.energy_last[gpu["uuid"]] = self.energy_start[gpu["uuid"]]
         if not self.gpus:
             raise Unavailable("NVML sees no GPU on this node.")
 
@@ -326,9 +346,35 @@ class Nvml:
                 "memory_total_mb": number(memory.total / MIB) if memory is not None else None,
                 "power_w": number(power / 1000) if power is not None else None,
                 "temperature_c": number(temperature),
+                "energy_j": self._energy_since_last(gpu, handle),
             }
             readings.append((gpu, reading))
         return readings
+
+    def _energy_counter(self, gpu: dict, handle: object) -> int | None:
+        """NVML's total energy counter (mJ since the driver loaded), None where it has none
+        (NVMLError_NotSupported before Volta). A MIG slice's would be its whole card's, shared
+        with other jobs: unknown."""
+        if gpu["mig"]:
+            return None
+        value = self._get("nvmlDeviceGetTotalEnergyConsumption", handle)
+        return int(value) if isinstance(value, int) else None
+
+    def _energy_since_last(self, gpu: dict, handle: object) -> float | None:
+        uuid = gpu["uuid"]
+        counter = self._energy_counter(gpu, handle)
+        joules = energy_between(self.energy_last[uuid], counter)
+        if counter is not None:
+            self.energy_last[uuid] = counter
+        return joules
+
+    def energy_used(self, gpu: dict) -> float | None:
+        """Joules since the sampler started, from the counter now (or at the last sample)."""
+        uuid = gpu["uuid"]
+        now = self._energy_counter(gpu, self.handles[uuid])
+        return energy_between(
+            self.energy_start[uuid], now if now is not None else self.energy_last[uuid]
+        )
 
     def _utilization(self, uuid: str, handle: object) -> float | None:
         """The mean of the driver's samples since the last call, else its latest figure."""
@@ -397,6 +443,9 @@ class Smi:
                 reading["utilization"] = None
             readings.append((gpu, reading))
         return readings
+
+    def energy_used(self, gpu: dict) -> float | None:
+        return None  # nvidia-smi's query fields have no energy counter
 
     def close(self) -> None:
         pass
@@ -508,7 +557,17 @@ def _loop(gpus: Nvml | Smi, out, node: str, interval: float, stopper: Stopper, p
         Diagnosis.say(f"sampling stopped: {type(error).__name__}: {error}")
         stopped_by = "error"
     moment = time.time()
-    out.write("".join(line(t.summary(u, stopped_by, moment)) for u, t in tallies.items()))
+    energy = {gpu["uuid"]: _energy_used(gpus, gpu) for gpu in gpus.gpus}
+    out.write(
+        "".join(line(t.summary(u, stopped_by, moment, energy[u])) for u, t in tallies.items())
+    )
+
+
+def _energy_used(gpus: Nvml | Smi, gpu: dict) -> float | None:
+    try:
+        return gpus.energy_used(gpu)
+    except Exception:  # a driver gone at the end: the summary still comes
+        return None
 
 
 def _sample_until_stopped(gpus, out, interval, stopper, parent, tallies, next_tick) -> str:
