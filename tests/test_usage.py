@@ -90,7 +90,7 @@ def text(response) -> str:
 
 def table(response, table_id: str) -> list[list[str]]:
     html = response.content.decode()
-    body = re.search(rf'<table id="{table_id}">(.*?)</table>', html, re.S)[1]
+    body = re.search(rf'<table id="{table_id}"[^>]*>(.*?)</table>', html, re.S)[1]
     rows = [row for row in re.findall(r"<tr>(.*?)</tr>", body, re.S) if "<td" in row]  # no headers
     cells = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S) for row in rows]
     return [[" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in row] for row in cells]
@@ -365,7 +365,7 @@ def test_the_report_rounds_the_gpus_needed_up_but_not_past_a_whole_number():
 
 def total(response, table_id: str) -> list[str]:
     html = response.content.decode()
-    body = re.search(rf'<table id="{table_id}">.*?<tr class="total">(.*?)</tr>', html, re.S)[1]
+    body = re.search(rf'<table id="{table_id}"[^>]*>.*?<tr class="total">(.*?)</tr>', html, re.S)[1]
     return [
         " ".join(re.sub(r"<[^>]+>", " ", c).split())
         for c in re.findall(r"<td[^>]*>(.*?)</td>", body, re.S)

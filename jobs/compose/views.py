@@ -2,6 +2,7 @@
 (queued for jobs/tasks.py); saved compositions; "check this path" and "check with Slurm" on the
 cluster, while the user waits. "Check my script" is check_views.py's."""
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.engine import Recommendation, data_path
-from guidance.engine.history import History
+from guidance.engine.history import History, Outcome
 from guidance.engine.sweep import PLACEHOLDER
 from guidance.engine.sweep import Plan as SweepPlan
 from guidance.models import Cluster
@@ -297,8 +298,17 @@ def _apply_history(
     data = form.data.copy()
     for suggestion in found.proposal:
         data[suggestion.field] = suggestion.value
-    applied = ComposeForm(data)
     changes = ", ".join(s.change for s in found.proposal)
+    # The runs say how long the work takes: a duration declared longer than the time they
+    # propose would only be warned about against it.
+    longest = max(run.elapsed_seconds or 0 for run in found.kept) / 3600
+    finished = all(run.outcome == Outcome.COMPLETED for run in found.kept)
+    declared = form.cleaned_data.get("hours") if form.is_valid() else None
+    proposes_time = "time_limit" in {s.field for s in found.proposal}
+    if proposes_time and finished and declared and declared > longest > 0:
+        data["hours"] = f"{math.ceil(longest * 100) / 100:g}"
+        changes += f", duration {data['hours']} h (the longest run) instead of {declared:g} h"
+    applied = ComposeForm(data)
     messages.success(request, f"Set from {len(found.kept)} earlier runs: {changes}.")
     return applied, _composed(request, applied, None), script_text
 
