@@ -4,21 +4,15 @@ each asked of Slurm with `sbatch --test-only`, all at once and within a time bud
 picks one; the new job replaces the waiting one once Slurm has accepted it (jobs.tasks)."""
 
 import math
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-
-from django.conf import settings
+from datetime import datetime
 
 from guidance.engine.notes import describe_hours
 from guidance.engine.slurm_time import format_time
-from jobs.cluster import remote
-from jobs.cluster.errors import ClusterError
+from jobs.compose.estimates import estimates
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.models import Job, JobState
-from jobs.slurm.sbatch import WouldStart
-from jobs.slurm.values import SlurmParseError
 
 # A shorter limit is worth offering when it saves at least this much of the current one.
 SHORTER_BY = 0.1
@@ -79,29 +73,12 @@ def _composed(fields: dict, changes: dict[str, str], label: str) -> Option:
 
 
 def estimate(job: Job, offered: list[Option], budget: float | None = None) -> list[Option]:
-    """Slurm's estimate for each option, asked in parallel; an answer later than `budget`
-    seconds is said so rather than waited for."""
-    budget = settings.SOONER_BUDGET_SECONDS if budget is None else budget
-    account = job.account
-    pool = ThreadPoolExecutor(max_workers=max(1, len(offered)))
-    futures = [pool.submit(remote.test_only, account, option.script) for option in offered]
-    wait(futures, timeout=budget)
-    pool.shutdown(wait=False, cancel_futures=True)
-    pairs = zip(offered, futures, strict=True)
-    return [_answered(option, future, budget) for option, future in pairs]
-
-
-def _answered(option: Option, future, budget: float) -> Option:
-    if not future.done():
-        return replace(option, problem=f"Slurm did not answer within {budget:g} s.")
-    try:
-        would: WouldStart = future.result()
-    except remote.SlurmRefused as refused:
-        return replace(option, problem=f"Slurm would not take it: {refused.message}")
-    except (ClusterError, SlurmParseError) as error:
-        return replace(option, problem=getattr(error, "message", str(error)))
-    start = would.start.replace(tzinfo=UTC) if would.start else None
-    return replace(option, start=start)
+    """Slurm's estimate for each option, asked in parallel within `budget` seconds."""
+    found = estimates([(job.account, option.script) for option in offered], budget)
+    return [
+        replace(option, start=answer.start, problem=answer.problem)
+        for option, answer in zip(offered, found, strict=True)
+    ]
 
 
 def sooner_than_now(answered: list[Option]) -> list[Option]:
