@@ -2,7 +2,7 @@ from django.urls import path
 
 from jobs import views
 from jobs.cluster import free_gpus_views, login_views
-from jobs.compose import check_views, sooner_views
+from jobs.compose import check_views, sooner_views, where_views
 from jobs.compose import views as compose_views
 from jobs.gpu import usage_views
 from jobs.notify import views as notify_views
@@ -15,6 +15,8 @@ urlpatterns = [
     path("check/fixed/", check_views.check_fixed, name="check_fixed"),
     path("check/code/", check_views.check_code, name="check_code"),
     path("new/check-path/", compose_views.check_path, name="check_path"),
+    path("new/where/", where_views.where_to_run, name="where"),
+    path("new/where/go/", where_views.compose_there, name="compose_there"),
     path("compositions/", compose_views.compositions, name="compositions"),
     path("compositions/<int:pk>/", compose_views.composition, name="composition"),
     path(

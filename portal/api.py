@@ -26,6 +26,7 @@ from ninja.throttling import SimpleRateThrottle
 
 from guidance import models
 from jobs.cluster.free_gpus_views import cluster_gpus
+from jobs.compose import where
 from jobs.compose.forms import ComposeForm
 from portal import api_check, api_check_code, api_jobs
 from portal.api_planning import InvalidInput, composed_script, plan_job
@@ -39,6 +40,8 @@ from portal.api_schemas import (
     RecommendationOut,
     ScriptIn,
     ScriptOut,
+    WhereOut,
+    place_out,
     recommendation_out,
 )
 from portal.models import ApiToken
@@ -237,6 +240,22 @@ def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
         "salloc": composed.salloc,
         "recommendation": recommendation_out(composed.recommendation, composed.history),
     }
+
+
+@api.post(
+    "/where",
+    response={200: WhereOut, 400: Message, 401: Message, 422: Errors, 429: Message},
+    url_name="where",
+    operation_id="where",
+    summary="Where should this job run: your logins ranked for it",
+    description="The job planned for each of your own logins: whether it fits the cluster's "
+    "limits (and why not), the node type and GPU type picked there, its GPU-hours, the start "
+    "Slurm predicts (asked of every login at once; one that does not answer within "
+    "SOONER_BUDGET_SECONDS is unknown) and the GPUs free now. Nothing is submitted.",
+)
+def where_to_run(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
+    ranked = where.rank(request.auth.user, job.form_data())
+    return {"ranking": [place_out(place) for place in ranked]}
 
 
 api.add_router("/jobs", api_jobs.router)

@@ -624,3 +624,53 @@ class ClusterGpusOut(Schema):
     read_at: datetime | None = Field(description="When the poller last read the cluster.")
     error: str = Field(description="Why the last read failed, if it did; the rows are older.")
     gpus: list[GpuCountOut]
+
+
+class PlaceOut(Schema):
+    """One of the user's logins in "where should this run?"."""
+
+    cluster: str = Field(description="The cluster's slug.")
+    cluster_name: str
+    login: str = Field(description="Your Unix user there.")
+    fits: bool = Field(description="Whether the job fits the cluster's published limits.")
+    why_not: list[str] = Field(description="What stops it there, as the composer says it.")
+    partition: str = Field(
+        description="The node type the advice picks there; '' if it does not fit."
+    )
+    gpu_type: str
+    gpu_hours: float | None = Field(description="What the job asks for in all there.")
+    start: datetime | None = Field(
+        description="When Slurm predicts it would start (sbatch --test-only); null: unknown."
+    )
+    start_problem: str = Field(
+        description="Why the start is unknown: no answer in time, a refusal."
+    )
+    free_gpus: int | None = Field(
+        description="GPUs of that node type and GPU type free at the last read; null: never read."
+    )
+    changes: list[str] = Field(
+        description="What composing it there changes: fields of this cluster's that do not carry."
+    )
+
+
+class WhereOut(Schema):
+    ranking: list[PlaceOut] = Field(
+        description="Fits first, then the soonest predicted start (unknown last), then GPU-hours."
+    )
+
+
+def place_out(place) -> dict[str, Any]:
+    return {
+        "cluster": place.cluster.slug,
+        "cluster_name": place.cluster.name,
+        "login": place.account.username,
+        "fits": place.fits,
+        "why_not": list(place.why_not),
+        "partition": place.partition,
+        "gpu_type": place.gpu_type,
+        "gpu_hours": place.gpu_hours.total if place.gpu_hours else None,
+        "start": place.start,
+        "start_problem": place.estimate.problem,
+        "free_gpus": place.free_gpus,
+        "changes": list(place.changes),
+    }
