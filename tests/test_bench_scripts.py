@@ -47,6 +47,13 @@ def test_compose_prints_percentiles_of_each_request(tmp_path: Path) -> None:
         assert lines_matching(rf"{re.escape(name)} +{figures}", out), name
 
 
+def test_where_prints_the_ranking_against_the_slowest_answer(tmp_path: Path) -> None:
+    out = run_bench(tmp_path, "where.py", "2", "0.2", "1")
+    line = rf"run 1: slowest single answer {NUMBER} s +whole ranking {NUMBER} s +ratio ({NUMBER})"
+    [ratio] = re.findall(rf"^{line}", out, re.MULTILINE)
+    assert float(ratio) < 3  # at once, not one after the other
+
+
 def test_code_check_prints_its_times_and_the_parsers_share(tmp_path: Path) -> None:
     out = run_bench(tmp_path, "code_check.py", "2", "200")
     assert lines_matching(r"program +\d+ lines", out)
