@@ -124,3 +124,8 @@ def test_the_schema_documents_it(client):
     assert {"fits", "why_not", "partition", "gpu_type", "gpu_hours", "start", "free_gpus"} <= set(
         place
     )
+
+
+def test_without_javascript_the_composers_button_posts_to_a_page(user_client, logins):
+    page = user_client.post("/jobs/new/where/", LONG | {"where": "1"}).content.decode()
+    assert "<h1>Where should this run?</h1>" in page and _rows(page) == ["graham", "narval"]
