@@ -96,10 +96,19 @@ def test_free_gpus_are_the_clusters_last_read(logins, user):
         for p in ("p100", "t4", "v100")
     ]
     ClusterLoad.objects.create(cluster=graham, gpus=rows, read_at=datetime.now().astimezone())
+    cedar = Cluster.objects.get(slug="cedar")
+    # Slurm's own partition names, not the published node types': the GPU type's, cluster-wide.
+    rows = [
+        {"partition": p, "gpu_type": t, "free": 3}
+        for p in ("gpu-a", "gpu-b")
+        for t in ("p100", "p100l", "v100l")
+    ]
+    ClusterLoad.objects.create(cluster=cedar, gpus=rows, read_at=datetime.now().astimezone())
     ranked = where.rank(user, LONG, ask=_answers({"cedar": SOON, "graham": SOON}))
     by_slug = {p.cluster.slug: p for p in ranked}
     assert by_slug["graham"].free_gpus == 6
-    assert by_slug["cedar"].free_gpus is None  # never read: shown as not known
+    assert by_slug["cedar"].free_gpus == 6
+    assert by_slug["narval"].free_gpus is None  # never read: shown as not known
 
 
 def test_other_users_logins_are_never_listed(logins, user):

@@ -97,7 +97,7 @@ def test_both_registrations_are_ranked_with_slurms_estimates_and_a_silent_one_is
         ClusterAccount.objects.get(pk=account.pk),
     )
     headers = {"Authorization": f"Bearer {ApiToken.issue(user, 'cli')[1]}"}
-    job = {k: v for k, v in LOCAL.items() if k not in ("modules", "gpu_count", "nodes")}
+    job = {k: v for k, v in LOCAL.items() if v != "" and k not in ("modules",)}
     job |= {"hours": 0.2, "dataset_gb": 1, "command": "sleep 5"}
 
     began = time.monotonic()

@@ -5,7 +5,7 @@ login, all at once within the budget: jobs.compose.estimates) and the GPUs of th
 now (the cluster's last read, jobs.cluster.cluster_load: no command of its own)."""
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from guidance.engine.gpu_hours import GpuHours
@@ -101,17 +101,7 @@ def rank(
     estimated = dict(zip(scripts, answers, strict=True))
     free = _free_gpus([place.cluster for place, _ in places])
     ranked = [
-        Place(
-            **(
-                vars(place)
-                | {
-                    "estimate": estimated.get(i, place.estimate),
-                    "free_gpus": free.get(
-                        (place.cluster.pk, place.partition, place.gpu_type.casefold())
-                    ),
-                }
-            )
-        )
+        replace(place, estimate=estimated.get(i, place.estimate), free_gpus=_free_of(free, place))
         for i, (place, _) in enumerate(places)
     ]
     return sorted(ranked, key=Place.order)
@@ -151,3 +141,13 @@ def _free_gpus(clusters: list[Cluster]) -> dict[tuple[int, str, str], int]:
         for load in loads
         for row in load.gpus
     }
+
+
+def _free_of(free: dict[tuple[int, str, str], int], place: Place) -> int | None:
+    """The node type's GPUs of that type; where Slurm names its partitions otherwise than the
+    published node types, that GPU type's across the cluster."""
+    gpu_type = place.gpu_type.casefold()
+    if (key := (place.cluster.pk, place.partition, gpu_type)) in free:
+        return free[key]
+    found = [n for (pk, _, name), n in free.items() if pk == place.cluster.pk and name == gpu_type]
+    return sum(found) if found else None
