@@ -129,3 +129,10 @@ def test_the_schema_documents_it(client):
 def test_without_javascript_the_composers_button_posts_to_a_page(user_client, logins):
     page = user_client.post("/jobs/new/where/", LONG | {"where": "1"}).content.decode()
     assert "<h1>Where should this run?</h1>" in page and _rows(page) == ["graham", "narval"]
+
+
+def test_a_nul_character_is_refused_in_words(user_client, logins):
+    response = user_client.get("/jobs/new/where/go/", {"to": "graham\x00"})
+    assert response.status_code == 400 and "NUL" in response.content.decode().upper()
+    response = user_client.post("/jobs/new/where/", LONG | {"command": "a\x00b"}, headers=HTMX)
+    assert response.status_code == 400

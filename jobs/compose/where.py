@@ -17,8 +17,10 @@ from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.models import ClusterAccount, ClusterLoad
 
-# The fields the composer sends that are no job's value: never carried to another cluster.
-NOT_CARRIED = ("csrfmiddlewaretoken", "submission_key", "reached", "live", "script_text")
+
+def job_fields(data) -> dict[str, str]:
+    """The composer's fields alone: not its buttons, token or editor, which are no job's."""
+    return {name: data[name] for name in ComposeForm.base_fields if name in data}
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,6 @@ class Place:
     estimate: Estimate = field(default_factory=Estimate)
     free_gpus: int | None = None  # None: the cluster's GPUs were never read
     changes: tuple[str, ...] = ()  # what moving the composition there changes
-    fields: dict = field(default_factory=dict)  # the composition, moved there
 
     @property
     def cluster(self) -> Cluster:
@@ -55,7 +56,7 @@ def retarget(fields: dict, cluster: Cluster) -> tuple[dict, list[str]]:
     something of the cluster it came from (a node type, a GPU type, an allocation, modules where
     the new one has none, the old one's default results folder) is left for the engine to choose
     again there."""
-    moved = {k: v for k, v in fields.items() if k not in NOT_CARRIED}
+    moved = job_fields(fields)
     if moved.get("cluster") == cluster.slug:
         return moved, []
     moved["cluster"] = cluster.slug
@@ -117,7 +118,7 @@ def _planned(account: ClusterAccount, fields: dict) -> tuple[Place, str]:
             for name, messages in form.errors.items()
             for message in messages
         )
-        place = Place(account, fits=False, why_not=why, changes=tuple(changes), fields=moved)
+        place = Place(account, fits=False, why_not=why, changes=tuple(changes))
         return place, ""
     rec = composed.recommendation
     place = Place(
@@ -128,7 +129,6 @@ def _planned(account: ClusterAccount, fields: dict) -> tuple[Place, str]:
         gpu_hours=rec.gpu_hours,
         estimate=Estimate(problem="" if composed.script else "Not scheduled by Slurm."),
         changes=tuple(changes),
-        fields=moved,
     )
     return place, composed.script
 

@@ -5,7 +5,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_safe
@@ -14,16 +14,12 @@ from jobs.compose import where
 from jobs.models import ClusterAccount
 
 
-def _fields(data: QueryDict) -> dict[str, str]:
-    return {k: v for k, v in data.items() if k not in (*where.NOT_CARRIED, "to")}
-
-
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def where_to_run(request: HttpRequest) -> HttpResponse:
     """The composer's button posts its fields here (htmx swaps in the ranking); without
     JavaScript the same view answers with a page of its own, by POST or GET."""
-    fields = _fields(request.POST if request.method == "POST" else request.GET)
+    fields = where.job_fields(request.POST if request.method == "POST" else request.GET)
     ranked = where.rank(request.user, fields) if fields.get("cluster") else []
     context = {"ranked": ranked, "asked": urlencode(fields), "current": fields.get("cluster", "")}
     template = "jobs/where.html#ranking" if request.htmx else "jobs/where.html"
@@ -40,7 +36,7 @@ def compose_there(request: HttpRequest) -> HttpResponse:
         owner=request.user,
         cluster__slug=request.GET.get("to", ""),
     )
-    moved, changes = where.retarget(_fields(request.GET), account.cluster)
+    moved, changes = where.retarget(where.job_fields(request.GET), account.cluster)
     messages.info(request, f"The job is now composed for {account.cluster.name}.")
     for change in changes:
         messages.warning(request, change)
