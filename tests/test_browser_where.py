@@ -22,7 +22,11 @@ def chromium(browser):  # noqa: F811  (the module-wide Chromium, by a name of th
 
 
 def test_the_ranking_comes_in_place_and_one_click_moves_the_job(
-    chromium, live_server, alice, screen, settings  # noqa: F811
+    chromium,
+    live_server,
+    alice,  # noqa: F811  (the imported fixture)
+    screen,  # noqa: F811  (the imported fixture)
+    settings,
 ):
     settings.SOONER_BUDGET_SECONDS = 2
     name, viewport = screen
@@ -53,9 +57,7 @@ def test_the_ranking_comes_in_place_and_one_click_moves_the_job(
         page.get_by_text("The job is now composed for Graham").wait_for()
         assert page.input_value("select[name=cluster]") == "graham"
         assert page.input_value("input[name=hours]") == "200"
-        page.wait_for_function(
-            "document.getElementById('script-text').value.includes('--time=')"
-        )
+        page.wait_for_function("document.getElementById('script-text').value.includes('--time=')")
         script = page.input_value("#script-text")
         assert "written by the GPU portal for Graham" in script
         assert "#SBATCH --time=8-08:00:00" in script  # 200 h, which Narval could not give
