@@ -21,7 +21,6 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, Throttled, ValidationError
-from ninja.security import HttpBearer
 from ninja.throttling import SimpleRateThrottle
 
 from guidance import models
@@ -29,8 +28,11 @@ from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose import where
 from jobs.compose.forms import ComposeForm
 from portal import api_check, api_check_code, api_jobs
+from portal.api_auth import COMPOSE, READ, SUBMIT, OutOfScope
 from portal.api_planning import InvalidInput, composed_script, plan_job
 from portal.api_schemas import (
+    CHECKED,
+    REFUSALS,
     ClusterGpusOut,
     ClusterOut,
     Errors,
@@ -44,22 +46,7 @@ from portal.api_schemas import (
     place_out,
     recommendation_out,
 )
-from portal.models import ApiToken
-
-
-class BearerToken(HttpBearer):
-    def __call__(self, request: HttpRequest) -> ApiToken | None:
-        # Replaces HttpBearer's, which in DEBUG logs a header it cannot read: token and all.
-        scheme, _, secret = request.headers.get(self.header, "").partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        return self.authenticate(request, secret.strip())
-
-    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        api_token = ApiToken.find(token)
-        if api_token is not None:
-            api_token.mark_used()
-        return api_token
+from portal.models import Scope
 
 
 class PerToken(SimpleRateThrottle):
@@ -86,7 +73,7 @@ api = NinjaAPI(
         "Send `Authorization: Bearer <token>`; create a token under API tokens in the portal."
     ),
     urls_namespace="api",
-    auth=BearerToken(),
+    auth=SUBMIT,
     # Ninja answers 429 with Retry-After (whole seconds) once a token is over its rate.
     throttle=PerToken(),
     # Swagger UI, from the portal's own static files ("ninja" in INSTALLED_APPS): no CDN, since
@@ -165,6 +152,27 @@ def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
     return api.create_response(request, {"detail": said}, status=429)
 
 
+@api.exception_handler(OutOfScope)
+def _out_of_scope(request: HttpRequest, exc: OutOfScope) -> HttpResponse:
+    said = (
+        f"The token “{exc.token.name}” {_MAY[Scope(exc.token.scope)]}: this needs a token that "
+        f"{_NEEDS[exc.needed]}. Its owner can make one on the portal's API tokens page."
+    )
+    return api.create_response(request, {"detail": said}, status=403)
+
+
+_MAY = {
+    Scope.READ: "is read-only",
+    Scope.COMPOSE: "may compose and check, not submit or cancel",
+    Scope.SUBMIT: "may submit and cancel",
+}
+_NEEDS = {
+    Scope.READ: "may read",
+    Scope.COMPOSE: "may compose and check",
+    Scope.SUBMIT: "may submit and cancel jobs",
+}
+
+
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     response = api.create_response(
@@ -184,8 +192,9 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
 
 @api.post(
     "/recommendation",
-    response={200: RecommendationOut, 400: Message, 401: Message, 422: Errors, 429: Message},
+    response={200: RecommendationOut} | CHECKED,
     url_name="recommendation",
+    auth=COMPOSE,
     operation_id="recommendation",
     summary="Advice for a job: storage, partition, GPUs, Slurm resources, checkpoint chain",
 )
@@ -195,8 +204,9 @@ def recommendation(request: HttpRequest, job: JobIn) -> dict[str, Any]:
 
 @api.get(
     "/clusters",
-    response={200: list[ClusterOut], 400: Message, 401: Message, 429: Message},
+    response={200: list[ClusterOut]} | REFUSALS,
     url_name="clusters",
+    auth=READ,
     operation_id="clusters",
     summary="The clusters and their GPU types",
 )
@@ -206,8 +216,9 @@ def clusters(request: HttpRequest) -> Any:
 
 @api.get(
     "/clusters/{slug}/gpus",
-    response={200: ClusterGpusOut, 400: Message, 401: Message, 404: Message, 429: Message},
+    response={200: ClusterGpusOut, 404: Message} | REFUSALS,
     url_name="cluster_gpus",
+    auth=READ,
     operation_id="cluster_gpus",
     summary="The GPUs free now per node type and GPU type, as the poller last read them",
 )
@@ -226,8 +237,9 @@ def free_gpus(request: HttpRequest, slug: str) -> Any:
 
 @api.post(
     "/script",
-    response={200: ScriptOut, 400: Message, 401: Message, 422: Errors, 429: Message},
+    response={200: ScriptOut} | CHECKED,
     url_name="script",
+    auth=COMPOSE,
     operation_id="script",
     summary="The sbatch script for a job, with the advice it follows",
 )
@@ -244,8 +256,9 @@ def script(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
 
 @api.post(
     "/where",
-    response={200: WhereOut, 400: Message, 401: Message, 422: Errors, 429: Message},
+    response={200: WhereOut} | CHECKED,
     url_name="where",
+    auth=COMPOSE,
     operation_id="where",
     summary="Where should this job run: your logins ranked for it",
     description="The job planned for each of your own logins: whether it fits the cluster's "

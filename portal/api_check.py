@@ -14,9 +14,10 @@ from guidance.engine.script_check import MAX_CHARS, Basis, Severity, check_scrip
 from guidance.facts import cluster_facts
 from jobs.compose import program_files
 from jobs.compose.script_spec import NAME
+from portal.api_auth import COMPOSE
 from portal.api_job_schemas import refuse_empty_script, refuse_nul
 from portal.api_planning import InvalidInput, invalid
-from portal.api_schemas import Errors, FieldError, Message
+from portal.api_schemas import CHECKED, FieldError
 
 router = Router(tags=["check"])
 
@@ -115,8 +116,9 @@ def refused_files(found: list[program_files.Problem]) -> InvalidInput:
 
 @router.post(
     "",
-    response={200: CheckOut, 400: Message, 401: Message, 422: Errors, 429: Message},
+    response={200: CheckOut} | CHECKED,
     url_name="check",
+    auth=COMPOSE,
     operation_id="check_script",
     summary="Check an sbatch script against a cluster's guidance, as the Check my script page",
 )

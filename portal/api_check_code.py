@@ -14,10 +14,11 @@ from guidance import models
 from guidance.engine.code_check import MAX_FILE_BYTES, MAX_FILES, Impact, Kind, check_code
 from guidance.facts import cluster_facts
 from jobs.compose import program_files
+from portal.api_auth import COMPOSE
 from portal.api_check import SourceOut, refused_files
 from portal.api_job_schemas import refuse_nul
 from portal.api_planning import InvalidInput
-from portal.api_schemas import Errors, FieldError, Message
+from portal.api_schemas import CHECKED, FieldError
 
 router = Router(tags=["check"])
 
@@ -79,8 +80,9 @@ class CheckCodeOut(Schema):
 
 @router.post(
     "",
-    response={200: CheckCodeOut, 400: Message, 401: Message, 422: Errors, 429: Message},
+    response={200: CheckCodeOut} | CHECKED,
     url_name="check_code",
+    auth=COMPOSE,
     operation_id="check_code",
     summary="Check a PyTorch training program against a cluster's guidance, line by line",
 )

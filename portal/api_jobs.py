@@ -25,6 +25,7 @@ from jobs.compose import sending, submit
 from jobs.compose.forms import ComposeForm
 from jobs.models import Job, JobState
 from jobs.runs import listing, reading, rerun
+from portal.api_auth import READ, SUBMIT
 from portal.api_job_schemas import (
     ComposedJobIn,
     Filters,
@@ -34,12 +35,11 @@ from portal.api_job_schemas import (
     ScriptJobIn,
 )
 from portal.api_planning import InvalidInput, composed_script, invalid
-from portal.api_schemas import Errors, FieldError, Message
+from portal.api_schemas import CHECKED, FieldError, Message
 
 router = Router(tags=["jobs"])
 
 # Ninja answers these itself (portal/api.py's handlers): every endpoint may give them.
-COMMON = {400: Message, 401: Message, 422: Errors, 429: Message}
 
 
 PAGE_SIZE = 25
@@ -123,8 +123,9 @@ def _submitted(made: submit.Submission) -> Status:
 
 @router.post(
     "",
-    response={200: JobOut, 201: JobOut} | COMMON,
+    response={200: JobOut, 201: JobOut} | CHECKED,
     url_name="jobs_submit",
+    auth=SUBMIT,
     operation_id="submit_script",
     summary="Submit a whole sbatch script",
 )
@@ -148,8 +149,9 @@ def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
 
 @router.post(
     "/compose",
-    response={200: JobOut, 201: JobOut} | COMMON,
+    response={200: JobOut, 201: JobOut} | CHECKED,
     url_name="jobs_compose",
+    auth=SUBMIT,
     operation_id="submit_composition",
     summary="Compose a job's script from the composer's fields (as POST /script) and submit it",
 )
@@ -195,8 +197,9 @@ def _cluster(slug: str) -> Cluster:
 
 @router.get(
     "",
-    response={200: list[JobOut]} | COMMON,
+    response={200: list[JobOut]} | CHECKED,
     url_name="jobs",
+    auth=READ,
     operation_id="jobs",
     summary="Your jobs, with the other jobs of logins you share (mine: false), newest first",
 )
@@ -217,8 +220,9 @@ def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
 
 @router.get(
     "/{job_id}",
-    response={200: JobDetailOut, 404: Message} | COMMON,
+    response={200: JobDetailOut, 404: Message} | CHECKED,
     url_name="job",
+    auth=READ,
     operation_id="job",
     summary="One job: its state and why, its wait, GPU use, efficiency and events",
 )
@@ -232,8 +236,9 @@ def job(request: HttpRequest, job_id: int) -> Job:
 @router.post(
     "/{job_id}/cancel",
     response={202: JobOut, 403: Message, 404: Message, 409: Message, 502: Message, 503: Message}
-    | COMMON,
+    | CHECKED,
     url_name="job_cancel",
+    auth=SUBMIT,
     operation_id="job_cancel",
     summary="Cancel a job (scancel); its state shows CANCELLED once Slurm has stopped it",
 )
@@ -255,8 +260,9 @@ def job_cancel(request: HttpRequest, job_id: int) -> Status:
 
 @router.get(
     "/{job_id}/output",
-    response={200: OutputOut, 403: Message, 404: Message, 502: Message, 503: Message} | COMMON,
+    response={200: OutputOut, 403: Message, 404: Message, 502: Message, 503: Message} | CHECKED,
     url_name="job_output",
+    auth=READ,
     operation_id="job_output",
     summary="The end of a job's stdout (stream=out) or stderr (stream=err)",
 )
@@ -280,8 +286,9 @@ def job_output(
 
 @router.post(
     "/{job_id}/rerun-failed",
-    response={200: JobOut, 201: JobOut, 403: Message, 404: Message, 409: Message} | COMMON,
+    response={200: JobOut, 201: JobOut, 403: Message, 404: Message, 409: Message} | CHECKED,
     url_name="job_rerun_failed",
+    auth=SUBMIT,
     operation_id="job_rerun_failed",
     summary="Run a finished sweep's failed runs again, as a new job that runs only those",
 )

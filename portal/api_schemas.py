@@ -34,6 +34,12 @@ class Message(Schema):
     detail: str
 
 
+# What any endpoint may answer besides its own: a bad request, no token, a token whose scope
+# does not allow the endpoint, and a token over its rate; 422 where the body is checked.
+REFUSALS = {400: Message, 401: Message, 403: Message, 429: Message}
+CHECKED = REFUSALS | {422: Errors}
+
+
 # --- The job, as on the advice form ------------------------------------------------------
 
 _JOB_FIELDS = [f.name for f in fields(engine.JobSpec)]

@@ -17,6 +17,22 @@ TOKEN_PREFIX = "gp_"
 VISIBLE_CHARS = 8
 
 
+class Scope(models.TextChoices):
+    """What a token may do, each scope including the ones before it. A token given to a program
+    (a coding agent, a notebook) needs no more than that program's part."""
+
+    READ = "read", "Read only: clusters, guidance, and your jobs, their output and GPU use"
+    COMPOSE = "compose", "Also compose and check: advice, scripts, checks, start estimates"
+    SUBMIT = "submit", "Also submit and cancel jobs"
+
+    @property
+    def rank(self) -> int:
+        return list(Scope).index(self)
+
+    def allows(self, needed: "Scope") -> bool:
+        return self.rank >= needed.rank
+
+
 def _digest(secret: str) -> str:
     # 256 random bits need no salt or slow hash: nobody can brute-force them from the digest.
     return hashlib.sha256(secret.encode()).hexdigest()
@@ -34,6 +50,8 @@ class ApiToken(models.Model):
     token_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
     last_used = models.DateTimeField(null=True, blank=True)
+    # Tokens made before scopes existed could do everything: they keep that.
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.SUBMIT)
     # Kept, not deleted, so that an admin can still see which token was used until when.
     revoked = models.DateTimeField(null=True, blank=True)
 
@@ -45,11 +63,17 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @classmethod
-    def issue(cls, user: "AbstractBaseUser", name: str) -> tuple["ApiToken", str]:
+    def issue(
+        cls, user: "AbstractBaseUser", name: str, scope: Scope = Scope.SUBMIT
+    ) -> tuple["ApiToken", str]:
         """A new token for user, and its secret: the only time the secret is known."""
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(
-            user=user, name=name, prefix=secret[:VISIBLE_CHARS], token_hash=_digest(secret)
+            user=user,
+            name=name,
+            scope=scope,
+            prefix=secret[:VISIBLE_CHARS],
+            token_hash=_digest(secret),
         )
         return token, secret
 
@@ -64,6 +88,9 @@ class ApiToken(models.Model):
             .filter(token_hash=_digest(secret), revoked=None, user__is_active=True)
             .first()
         )
+
+    def allows(self, needed: Scope) -> bool:
+        return Scope(self.scope).allows(needed)
 
     def mark_used(self) -> None:
         self.last_used = timezone.now()

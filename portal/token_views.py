@@ -10,12 +10,21 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from guidance.nul import checks_nul_per_field
-from portal.models import ApiToken
+from portal.models import ApiToken, Scope
 
 
 class TokenForm(forms.Form):
     name = forms.CharField(
         max_length=100, help_text="What the token is for, e.g. the laptop or script that uses it."
+    )
+    scope = forms.ChoiceField(
+        label="It may",
+        choices=Scope.choices,
+        initial=Scope.COMPOSE,
+        widget=forms.RadioSelect,
+        help_text="Give a program no more than its part: a coding agent that writes and checks "
+        "scripts needs no right to submit them.",
+        error_messages={"required": "Choose what the token may do."},
     )
 
 
@@ -35,7 +44,8 @@ NEW_TOKEN = "new_api_token"
 def tokens(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     if form.is_valid():
-        created, secret = ApiToken.issue(request.user, form.cleaned_data["name"])
+        data = form.cleaned_data
+        created, secret = ApiToken.issue(request.user, data["name"], Scope(data["scope"]))
         # Redirected, so that reloading the page does not send the form again and make a second
         # token. The secret rides in the server-side session for that one request only: the GET
         # below pops it, so it is shown once.

@@ -102,7 +102,7 @@ def test_the_nav_links_to_the_tokens_page(user_client):
 
 
 def test_it_creates_a_token_shown_once_that_works(user_client, seeded, user):
-    made = user_client.post(reverse("tokens"), {"name": "cluster scripts"})
+    made = user_client.post(reverse("tokens"), {"name": "cluster scripts", "scope": "compose"})
     # Redirected, so that reloading the page that shows the token does not make another.
     assert made.status_code == 302 and made["Location"] == reverse("tokens")
     response = user_client.get(made["Location"])
@@ -129,7 +129,7 @@ def test_it_creates_a_token_shown_once_that_works(user_client, seeded, user):
 
 
 def test_a_reload_after_creating_a_token_makes_no_second_one(user_client, user):
-    response = user_client.post(reverse("tokens"), {"name": "laptop"}, follow=True)
+    response = user_client.post(reverse("tokens"), {"name": "laptop", "scope": "read"}, follow=True)
     assert '<code id="new-token">' in response.text
     # What a browser's reload does after a redirect: GET the page it landed on.
     again = user_client.get(response.redirect_chain[-1][0])

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from portal.models import ApiToken
+from portal.models import ApiToken, Scope
 
 
 class Command(BaseCommand):
@@ -13,8 +13,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--name", default="command line", help="What the token is for.")
+        parser.add_argument(
+            "--scope",
+            choices=[scope.value for scope in Scope],
+            default=Scope.SUBMIT.value,
+            help="What it may do: read, compose (and check), or submit (and cancel). "
+            "Default: submit.",
+        )
 
-    def handle(self, *args: object, username: str, name: str, **options: object) -> None:
+    def handle(
+        self, *args: object, username: str, name: str, scope: str, **options: object
+    ) -> None:
         user_model = get_user_model()
         try:
             user = user_model._default_manager.get_by_natural_key(username)
@@ -25,6 +34,6 @@ class Command(BaseCommand):
         name = name.strip()
         if not name or len(name) > ApiToken._meta.get_field("name").max_length:
             raise CommandError("--name must be 1 to 100 characters.")
-        _, secret = ApiToken.issue(user, name)
+        _, secret = ApiToken.issue(user, name, Scope(scope))
         # stdout only, never through logging, so that the token lands in no log file.
         self.stdout.write(secret)
