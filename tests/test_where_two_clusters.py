@@ -88,6 +88,10 @@ def test_both_are_ranked_with_slurms_estimates_and_a_stopped_one_is_unknown(
     assert "127.0.0.1:2232" in ranking["local-b"]["start_problem"], ranking["local-b"]
 
 
+def _directive(script: str, name: str) -> str:
+    return re.search(rf"^#SBATCH --{name}=(\S+)", script, re.M)[1]
+
+
 def _key(client) -> str:
     page = client.get("/jobs/new/").content.decode()
     return re.search(r'name="submission_key" value="(\w+)"', page)[1]
@@ -117,12 +121,13 @@ def test_a_composition_moved_to_the_second_is_planned_again_and_runs_there(user_
     assert fields["cluster"] == "local-b" and fields["gpu_type"] == ""
 
     script = page.context["composed"].script
-    partition = re.search(r"^#SBATCH --partition=(\S+)", script, re.M)[1]
+    partition = _directive(script, "partition")
     gpu_type, max_minutes = SECOND_LIMITS[partition]
-    assert f"--gres=gpu:{gpu_type}:1" in script, script
-    minutes = parse_seconds(re.search(r"^#SBATCH --time=(\S+)", script, re.M)[1]) / 60
+    assert _directive(script, "gres") == f"gpu:{gpu_type}:1", script
+    minutes = parse_seconds(_directive(script, "time")) / 60
     assert 30 <= minutes <= max_minutes  # the half hour asked for, within that partition's limit
-    assert script != on_first
+    # Memory from local-b's policy (3000 MB a GPU, not 2000).
+    assert _directive(script, "mem") != _directive(on_first, "mem")
 
     sent = fields | {"submit": "1", "submission_key": _key(user_client)}
     assert user_client.post("/jobs/new/", sent).status_code == 302
