@@ -30,7 +30,7 @@ from tests.test_validation import LOCAL
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BUDGET = 5
-# Each partition's MaxTime, as `devcluster up --second` writes them.
+# Each partition's GPU type and MaxTime in minutes, as `devcluster up --second` writes them.
 SECOND_LIMITS = {"gpu-h100": ("h100", 120), "gpu-l40s": ("l40s", 240)}
 
 
