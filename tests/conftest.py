@@ -3,12 +3,17 @@ import io
 import pytest
 from django.core.management import call_command
 
-from tests.devcluster import devcluster  # noqa: F401  (the local Slurm cluster, session-wide)
+from tests.devcluster import devcluster, second_devcluster  # noqa: F401  (session-wide)
 
 # The service a test needs, known from the fixtures it uses; `make test-fast` leaves these out
 # (-m "not cluster and not browser and not service"). Test files that start Celery workers, Redis
 # clients or manage.py processes mark themselves `service`.
-MARKER_OF_FIXTURE = {"devcluster": "cluster", "browser": "browser", "sshd": "service"}
+MARKER_OF_FIXTURE = {
+    "devcluster": "cluster",
+    "second_devcluster": "cluster",
+    "browser": "browser",
+    "sshd": "service",
+}
 
 
 # tryfirst: `-m` deselects in a hook of this name, after the markers are given here.

@@ -2,7 +2,9 @@
 
 Tests that need it take the session-scoped `devcluster` fixture (tests/conftest.py imports it).
 The first use in a session runs `devcluster up` (about 3 s when the packages are installed, 20 s
-when it has to install them); the cluster is left running for the next session.
+when it has to install them); the cluster is left running for the next session. Tests of two
+clusters take `second_devcluster` as well: the second, differently shaped cluster beside the
+first (`devcluster up --second`, about 3 s).
 """
 
 import os
@@ -39,6 +41,7 @@ class DevCluster:
     lab: Path  # the lab directory: configs, logs, the nodes' local disks (nodes/<node>/...)
     # The automation node: the same user's key, forced through docker/cluster-side/portal-remote.
     automation_port: int = 0
+    which: tuple[str, ...] = ()  # what picks this cluster on the script's command line
 
     def ssh(self, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Runs a shell command as the test user with OpenSSH (about 0.3 s a call)."""
@@ -73,7 +76,7 @@ class DevCluster:
         """Runs a shell command as root on a node: in its mount namespace, so /localscratch and
         /processing are that node's own disks."""
         return subprocess.run(
-            [str(DEVCLUSTER), "node", node, "sh", "-c", command],
+            [str(DEVCLUSTER), "node", *self.which, node, "sh", "-c", command],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -122,21 +125,32 @@ def read_env(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def devcluster(tmp_path_factory) -> DevCluster:
+    return _up(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def second_devcluster(devcluster, tmp_path_factory) -> DevCluster:
+    """The second cluster (`devcluster up --second`), which runs on the first's munged and
+    MariaDB: started after it."""
+    return _up(tmp_path_factory, "--second")
+
+
+def _up(tmp_path_factory, *which: str) -> DevCluster:
     if os.geteuid() != 0:
         service_missing("the dev cluster needs root (it installs packages and starts daemons)")
     if shutil.which("apt-get") is None:
         service_missing("the dev cluster needs Debian's apt-get")
     up = subprocess.run(
-        [str(DEVCLUSTER), "up"],
+        [str(DEVCLUSTER), "up", *which],
         capture_output=True,
         text=True,
         timeout=900,
         stdin=subprocess.DEVNULL,
     )
     if up.returncode != 0:
-        pytest.fail(f"devcluster up failed:\n{up.stdout}{up.stderr}")
+        pytest.fail(f"devcluster up {' '.join(which)} failed:\n{up.stdout}{up.stderr}")
     env = subprocess.run(
-        [str(DEVCLUSTER), "env"], capture_output=True, text=True, check=True, timeout=30
+        [str(DEVCLUSTER), "env", *which], capture_output=True, text=True, check=True, timeout=30
     )
     values = read_env(env.stdout)
     host, port = values["DEVCLUSTER_HOST"], int(values["DEVCLUSTER_PORT"])
@@ -157,4 +171,5 @@ def devcluster(tmp_path_factory) -> DevCluster:
         known_hosts=known_hosts,
         lab=Path(values["DEVCLUSTER_LAB"]),
         automation_port=automation_port,
+        which=which,
     )

@@ -54,6 +54,17 @@ def test_where_prints_the_ranking_against_the_slowest_answer(tmp_path: Path) -> 
     assert float(ratio) < 3  # at once, not one after the other
 
 
+def test_where_on_the_real_clusters_prints_the_ranking_against_the_slowest_answer(
+    tmp_path: Path, devcluster, second_devcluster
+) -> None:
+    out = run_bench(tmp_path, "where.py", "--real", "1")
+    assert "4 logins on two clusters (local, local-again, local-b, local-b-again)" in out
+    for how in ("open connections", "new connections"):
+        line = rf"{how}, run 1: each --test-only alone( \d+){{4}} ms, slowest {NUMBER} s +whole"
+        assert lines_matching(line, out), how
+        assert lines_matching(rf"{how}: median ratio {NUMBER} over 1 runs", out), how
+
+
 def test_code_check_prints_its_times_and_the_parsers_share(tmp_path: Path) -> None:
     out = run_bench(tmp_path, "code_check.py", "2", "200")
     assert lines_matching(r"program +\d+ lines", out)

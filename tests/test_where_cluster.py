@@ -12,54 +12,14 @@ import time
 import pytest
 from django.core.management import call_command
 
-from guidance.models import Cluster, JobEnvironment, Policy
+from guidance.models import Cluster
 from jobs.models import ClusterAccount
 from portal.models import ApiToken
+from tests.registrations import login_on, register_again
 from tests.test_validation import LOCAL
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BUDGET = 8
-
-
-def _copy(cluster: Cluster, slug: str, **changes) -> Cluster:
-    """The cluster with its GPU types, node types, storage, policy and job environment, under
-    another slug: what registering the same Slurm cluster a second time would publish."""
-    source = Cluster.objects.get(pk=cluster.pk)
-    gpu_types = list(source.gpu_types.all())
-    partitions = list(source.partitions.all())
-    related = [
-        *source.storage_tiers.all(),
-        *Policy.objects.filter(cluster=source),
-        *JobEnvironment.objects.filter(cluster=source),
-    ]
-    copy = source
-    copy.pk, copy.id, copy.slug, copy.name = None, None, slug, f"{source.name} ({slug})"
-    for name, value in changes.items():
-        setattr(copy, name, value)
-    copy.save()
-    new_type = {}
-    for gpu_type in gpu_types:
-        old = gpu_type.pk
-        gpu_type.pk = gpu_type.id = None
-        gpu_type.cluster = copy
-        gpu_type.save()
-        new_type[old] = gpu_type
-    for partition in partitions:
-        partition.pk = partition.id = None
-        partition.cluster, partition.gpu_type = copy, new_type[partition.gpu_type_id]
-        partition.save()
-    for row in related:
-        row.pk = row.id = None
-        row.cluster = copy
-        row.save()
-    return copy
-
-
-def _login_on(cluster: Cluster, account: ClusterAccount) -> ClusterAccount:
-    account.pk = account.id = None
-    account.cluster = cluster
-    account.save()
-    return account
 
 
 @pytest.fixture
@@ -91,11 +51,8 @@ def test_both_registrations_are_ranked_with_slurms_estimates_and_a_silent_one_is
     call_command("register_devcluster", user.username, stdout=io.StringIO())
     local = Cluster.objects.get(slug="local")
     account = ClusterAccount.objects.get(owner=user, cluster=local)
-    _login_on(_copy(local, "local-2"), ClusterAccount.objects.get(pk=account.pk))
-    _login_on(
-        _copy(local, "local-down", login_port=silent_port),
-        ClusterAccount.objects.get(pk=account.pk),
-    )
+    login_on(register_again(local, "local-2"), account)
+    login_on(register_again(local, "local-down", login_port=silent_port), account)
     headers = {"Authorization": f"Bearer {ApiToken.issue(user, 'cli')[1]}"}
     job = {k: v for k, v in LOCAL.items() if v != "" and k not in ("modules",)}
     job |= {"hours": 0.2, "dataset_gb": 1, "command": "sleep 5"}
