@@ -273,6 +273,14 @@ class JobOrigin(models.TextChoices):
     OUTSIDE = "outside", "Submitted outside the portal"
 
 
+class Via(models.TextChoices):
+    """How something reached the portal: its pages, the JSON API, or an agent's MCP client."""
+
+    PAGE = "page", "the portal's pages"
+    API = "api", "the API"
+    MCP = "mcp", "an MCP client"
+
+
 class JobQuerySet(models.QuerySet):
     def visible_to(self, user) -> "JobQuerySet":
         """The user's own jobs and the other jobs of each login they share with other portal
@@ -316,6 +324,13 @@ class Job(models.Model):
     )
     # Submitted by the portal, or found in the user's accounting (sbatch in a terminal).
     origin = models.CharField(max_length=10, choices=JobOrigin, default=JobOrigin.PORTAL)
+    # Who asked for it, for a job submitted here: through which door, with which API token, from
+    # which client program (an MCP client's own name for itself).
+    via = models.CharField(max_length=10, choices=Via, default=Via.PAGE)
+    token = models.ForeignKey(
+        "portal.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    client = models.CharField(max_length=100, blank=True)
     # Where sbatch ran (sacct's WorkDir), for a job submitted outside the portal: its output is
     # there unless its script said otherwise.
     work_dir = models.CharField(max_length=300, blank=True)
@@ -768,3 +783,96 @@ class ClusterReader(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username}@{self.cluster.slug} (reader)"
+
+
+class PlanState(models.TextChoices):
+    CHECKED = "checked", "Checked"
+    WAITING = "waiting", "Waiting for your word"
+    SUBMITTED = "submitted", "Submitted"
+    DECLINED = "declined", "Declined"
+
+
+class Plan(models.Model):
+    """A job a program (an agent, a script) composed or wrote, checked, costed and estimated, that
+    reaches Slurm only once its owner says so: on the portal's page, or through the agent's
+    client when it can ask the user (jobs.plans)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="plans"
+    )
+    account = models.ForeignKey(ClusterAccount, on_delete=models.CASCADE, related_name="plans")
+    via = models.CharField(max_length=10, choices=Via, default=Via.API)
+    token = models.ForeignKey(
+        "portal.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="plans"
+    )
+    client = models.CharField(max_length=100, blank=True)
+    name = models.CharField(max_length=64)
+    script = models.TextField()
+    # The script checker's findings: [{code, severity, message, fix}].
+    findings = models.JSONField(default=list)
+    blocked = models.BooleanField(default=False, help_text="A finding says it would fail.")
+    gpu_hours = models.FloatField(null=True, blank=True)
+    gpu_hours_words = models.CharField(max_length=200, blank=True)
+    start = models.DateTimeField(null=True, blank=True, help_text="Slurm's --test-only estimate.")
+    start_note = models.CharField(max_length=300, blank=True)
+    state = models.CharField(max_length=10, choices=PlanState, default=PlanState.CHECKED)
+    created = models.DateTimeField(default=timezone.now)
+    asked = models.DateTimeField(null=True, blank=True)
+    decided = models.DateTimeField(null=True, blank=True)
+    decided_via = models.CharField(max_length=10, choices=Via, blank=True)
+    job = models.OneToOneField(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="plan"
+    )
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["owner", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} on {self.account.cluster.slug} ({self.state})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("jobs:plan", args=[self.pk])
+
+    @property
+    def expires(self):
+        return self.created + timedelta(minutes=settings.PLAN_MINUTES)
+
+    @property
+    def expired(self) -> bool:
+        return timezone.now() >= self.expires
+
+    @property
+    def open(self) -> bool:
+        """Still to be decided, and young enough to be."""
+        return self.state in (PlanState.CHECKED, PlanState.WAITING) and not self.expired
+
+
+class TokenAction(models.Model):
+    """What a program did with one of the user's API tokens that a user would want to know of:
+    plans made, submissions asked, jobs cancelled, and what the token's scope refused."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_actions"
+    )
+    token = models.ForeignKey(
+        "portal.ApiToken", null=True, on_delete=models.SET_NULL, related_name="actions"
+    )
+    via = models.CharField(max_length=10, choices=Via)
+    client = models.CharField(max_length=100, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+    what = models.CharField(max_length=300)
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="token_actions"
+    )
+    plan = models.ForeignKey(
+        Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="token_actions"
+    )
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["owner", "-at"])]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.what}"

@@ -6,6 +6,7 @@ from jobs.compose import check_views, sooner_views, where_views
 from jobs.compose import views as compose_views
 from jobs.gpu import usage_views
 from jobs.notify import views as notify_views
+from jobs.plans import views as plan_views
 
 app_name = "jobs"
 
@@ -35,6 +36,10 @@ urlpatterns = [
     path("<int:pk>/sooner/", sooner_views.start_sooner, name="job_sooner"),
     path("<int:pk>/next-run/", views.job_next_run, name="job_next_run"),
     path("<int:pk>/program/", views.job_program_check, name="job_program_check"),
+    path("plans/", plan_views.plans, name="plans"),
+    path("plans/<uuid:pk>/", plan_views.plan, name="plan"),
+    path("plans/<uuid:pk>/confirm/", plan_views.plan_confirm, name="plan_confirm"),
+    path("plans/<uuid:pk>/decline/", plan_views.plan_decline, name="plan_decline"),
     path("logins/", login_views.accounts, name="accounts"),
     path("logins/<slug:slug>/key/", login_views.account_create, name="account_create"),
     path("logins/<int:pk>/test/", login_views.account_test, name="account_test"),

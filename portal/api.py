@@ -27,7 +27,7 @@ from guidance import models
 from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose import where
 from jobs.compose.forms import ComposeForm
-from portal import api_check, api_check_code, api_jobs
+from portal import api_check, api_check_code, api_jobs, api_plans
 from portal.api_auth import COMPOSE, READ, SUBMIT, OutOfScope
 from portal.api_planning import InvalidInput, composed_script, plan_job
 from portal.api_schemas import (
@@ -274,3 +274,4 @@ def where_to_run(request: HttpRequest, job: ScriptIn) -> dict[str, Any]:
 api.add_router("/jobs", api_jobs.router)
 api.add_router("/check", api_check.router)
 api.add_router("/check-code", api_check_code.router)
+api.add_router("/plans", api_plans.router)

@@ -4,6 +4,7 @@ page shows it (state and its meaning, the wait, GPU use, the efficiency report),
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+from uuid import UUID
 
 from django.http import HttpRequest
 from django.urls import reverse
@@ -14,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from guidance.engine.efficiency import EfficiencyReport
 from guidance.engine.script_check.check import MAX_CHARS
 from jobs.gpu import efficiency
-from jobs.models import Job, JobOrigin, JobState
+from jobs.models import Job, JobOrigin, JobState, Via
 from jobs.runs import listing, reading
 from portal.api_schemas import ScriptIn
 
@@ -125,6 +126,12 @@ class JobOut(Schema):
         description="Pending jobs of the partition before this one by priority."
     )
     origin: JobOrigin = Field(description="portal, or outside: sbatch run by hand.")
+    via: Via = Field(
+        description="How it reached the portal: page, api, or mcp (an agent's MCP client)."
+    )
+    token: str = Field(description="The name of the API token it was submitted with; ''.")
+    client: str = Field(description="The client program's name for itself (User-Agent, MCP).")
+    plan_id: UUID | None = Field(description="The plan it came from, confirmed by the user.")
     mine: bool = Field(
         description="Yours; false: a job of a login you share with other portal users, which "
         "you see but cannot cancel or read the output of (403)."
@@ -151,6 +158,14 @@ class JobOut(Schema):
     @staticmethod
     def resolve_cluster(job: Job) -> str:
         return job.account.cluster.slug
+
+    @staticmethod
+    def resolve_token(job: Job) -> str:
+        return job.token.name if job.token else ""
+
+    @staticmethod
+    def resolve_plan_id(job: Job) -> UUID | None:
+        return getattr(job, "plan", None) and job.plan.pk
 
     @staticmethod
     def resolve_mine(job: Job, context: dict) -> bool:

@@ -23,7 +23,8 @@ from jobs.cluster import remote
 from jobs.cluster.errors import ClusterError
 from jobs.compose import sending, submit
 from jobs.compose.forms import ComposeForm
-from jobs.models import Job, JobState
+from jobs.models import Job, JobState, Via
+from jobs.plans import actions
 from jobs.runs import listing, reading, rerun
 from portal.api_auth import READ, SUBMIT
 from portal.api_job_schemas import (
@@ -86,7 +87,7 @@ def _get_job_for_user(request: HttpRequest, job_id: int, *, to_act: bool = True)
     # Who may see it is in the query: anyone else's job does not exist, as far as this token
     # knows. Only its owner acts on it (jobs.views._get_job_for_user decides the same).
     user = request.auth.user
-    visible = Job.objects.visible_to(user).select_related("account__cluster")
+    visible = Job.objects.visible_to(user).select_related("account__cluster", "token", "plan")
     if (job := visible.filter(pk=job_id).first()) is None:
         raise JobNotFound(job_id)
     if to_act and job.owner_id != user.pk:
@@ -113,8 +114,12 @@ def _key(request: HttpRequest, field: str | None) -> str:
     return sending.api_key(key)
 
 
-def _submitted(made: submit.Submission) -> Status:
-    job = Job.objects.select_related("account__cluster").get(pk=made.job.pk)
+def _submitted(request: HttpRequest, made: submit.Submission) -> Status:
+    if made.created:  # who asked, on the job's page and in its record
+        Job.objects.filter(pk=made.job.pk).update(
+            via=Via.API, token=request.auth, client=request.headers.get("User-Agent", "")[:100]
+        )
+    job = Job.objects.select_related("account__cluster", "token", "plan").get(pk=made.job.pk)
     return Status(201 if made.created else 200, job)
 
 
@@ -131,7 +136,7 @@ def _submitted(made: submit.Submission) -> Status:
 )
 def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
     key = _key(request, job.submission_key)
-    cluster = _cluster(job.cluster)
+    cluster = script_cluster(job.cluster)
     try:
         made = submit.whole_script(
             request.auth.user, cluster, job.name, job.script, key, job.accept_findings
@@ -144,7 +149,7 @@ def submit_script(request: HttpRequest, job: ScriptJobIn) -> Status:
             for note in findings.notes
         ]
         raise InvalidInput(errors) from None
-    return _submitted(made)
+    return _submitted(request, made)
 
 
 @router.post(
@@ -163,7 +168,7 @@ def submit_composition(request: HttpRequest, job: ComposedJobIn) -> Status:
         made = submit.composed(request.auth.user, form, composed, key)
     except submit.NotSubmitted as refused:
         raise invalid(refused.field, refused.code, refused.message) from None
-    return _submitted(made)
+    return _submitted(request, made)
 
 
 def _only_params(request: HttpRequest, *names: str) -> None:
@@ -176,7 +181,7 @@ def _only_params(request: HttpRequest, *names: str) -> None:
         )
 
 
-def _cluster(slug: str) -> Cluster:
+def script_cluster(slug: str) -> Cluster:
     cluster = Cluster.objects.filter(slug=slug).first()
     if cluster is None:
         known = ", ".join(Cluster.objects.values_list("slug", flat=True))
@@ -206,7 +211,8 @@ def _cluster(slug: str) -> Cluster:
 @paginate(Pages, page_size=PAGE_SIZE, max_page_size=MAX_PAGE_SIZE)
 def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
     _only_params(request, "state", "cluster", "page", "page_size")
-    queryset = Job.objects.visible_to(request.auth.user).select_related("account__cluster")
+    queryset = Job.objects.visible_to(request.auth.user)
+    queryset = queryset.select_related("account__cluster", "token", "plan")
     if filters.state == "active":
         queryset = queryset.filter(state__in=JobState.active())
     elif filters.state == "final":
@@ -254,7 +260,11 @@ def job_cancel(request: HttpRequest, job_id: int) -> Status:
         return Status(409, {"detail": f"Slurm did not cancel it: {refused.message}"})
     except ClusterError as error:
         raise ClusterUnavailable(error) from None
-    obj.events.create(state=obj.state, detail="Cancel requested.")
+    token, client = request.auth, request.headers.get("User-Agent", "")
+    said = f"Cancel requested through the API (token “{token.name}”)."
+    obj.events.create(state=obj.state, detail=said)
+    what = f"Cancelled {obj.name} ({obj.slurm_id})"
+    actions.record(token.user, Via.API, token, client, what, job=obj)
     return Status(202, obj)
 
 
@@ -299,7 +309,7 @@ def job_rerun_failed(request: HttpRequest, job_id: int) -> Status:
     obj = _get_job_for_user(request, job_id)
     key = _key(request, None)
     if made := sending.made_with(obj.owner, key):
-        return _submitted(submit.Submission(made, created=False))
+        return _submitted(request, submit.Submission(made, created=False))
     reading.refresh(obj)  # the runs' own lines say which failed
     runs = listing.runs_of(obj)
     if refused := rerun.refusal(obj, runs):
@@ -307,4 +317,4 @@ def job_rerun_failed(request: HttpRequest, job_id: int) -> Status:
             return Status(409, {"detail": refused.message})
         raise invalid(None, "not_a_sweep", refused.message)
     again, created = rerun.rerun(obj, runs, key)
-    return _submitted(submit.Submission(again, created))
+    return _submitted(request, submit.Submission(again, created))

@@ -121,6 +121,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "jobs.plans.views.waiting_plans",
             ],
         },
     },
@@ -248,6 +249,9 @@ POLL_QUEUE = env_str("POLL_QUEUE", "poll")
 POLL_BATCH = env_int("POLL_BATCH", 4, minimum=1)
 # How long "Could it start sooner?" waits for Slurm's estimates of every change, asked at once.
 SOONER_BUDGET_SECONDS = env_int("SOONER_BUDGET_SECONDS", 10, minimum=1)
+# How long a plan an agent made (jobs.plans) may wait for its owner's word before it must be made
+# again: the cluster's queue and the start estimate it showed go stale.
+PLAN_MINUTES = env_int("PLAN_MINUTES", 15, minimum=1)
 # Every login's jobs are also read from Slurm's accounting, those submitted outside the portal
 # included: HISTORY_DAYS back the first time, then only what happened since the last read, at
 # most once every HISTORY_READ_SECONDS (one sacct per login). 0 turns it off: the portal then

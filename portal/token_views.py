@@ -10,7 +10,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from guidance.nul import checks_nul_per_field
+from jobs.models import TokenAction
 from portal.models import ApiToken, Scope
+
+RECENT_ACTIONS = 100
 
 
 class TokenForm(forms.Form):
@@ -61,6 +64,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
         "api_url": request.build_absolute_uri(reverse("api:recommendation")),
         "schema_url": reverse("api:openapi-json"),
         "docs_url": reverse("api:openapi-view"),
+        "actions": TokenAction.objects.filter(owner=request.user).exists(),
     }
     return render(request, "portal/tokens.html", ctx)
 
@@ -72,3 +76,11 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     token.revoke()
     messages.success(request, f"Revoked the token “{token.name}”: it no longer works.")
     return redirect("tokens")
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def token_actions(request: HttpRequest) -> HttpResponse:
+    """What programs did with the user's tokens, newest first: plans, submissions, cancels."""
+    actions = TokenAction.objects.filter(owner=request.user).select_related("token", "job", "plan")
+    return render(request, "portal/token_actions.html", {"actions": actions[:RECENT_ACTIONS]})

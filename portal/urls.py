@@ -21,6 +21,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("settings/tokens/", token_views.tokens, name="tokens"),
     path("settings/tokens/<int:pk>/revoke/", token_views.token_revoke, name="token_revoke"),
+    path("settings/tokens/actions/", token_views.token_actions, name="token_actions"),
     path("api/v1/", api.urls),
     path("admin/clusters/<int:pk>/host-key/", admin_views.host_key, name="cluster_host_key"),
     path(
