@@ -1,5 +1,8 @@
 """The edge between the database and the engine: published guidance as engine dataclasses."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import fields
 
 from guidance import engine, models
@@ -22,7 +25,31 @@ def _source(obj: models.Sourced, prefix: str = "") -> Source | None:
     return Source(document, getattr(obj, f"{prefix}source_section"))
 
 
+# Within `facts_kept()`: each cluster's facts read once. A page that plans one job for several
+# clusters (where should this run) reads each cluster's rows once instead of at every step.
+_kept: ContextVar[dict[int, engine.Cluster] | None] = ContextVar("kept_facts", default=None)
+
+
+@contextmanager
+def facts_kept() -> Iterator[None]:
+    """Keeps each cluster's facts for the block: for one request, where they cannot change."""
+    token = _kept.set({})
+    try:
+        yield
+    finally:
+        _kept.reset(token)
+
+
 def cluster_facts(cluster: models.Cluster) -> engine.Cluster:
+    kept = _kept.get()
+    if kept is None:
+        return _read_facts(cluster)
+    if cluster.pk not in kept:
+        kept[cluster.pk] = _read_facts(cluster)
+    return kept[cluster.pk]
+
+
+def _read_facts(cluster: models.Cluster) -> engine.Cluster:
     gpu_types = {g.pk: g for g in cluster.gpu_types.all()}
     policy = getattr(cluster, "policy", None)
     environment = getattr(cluster, "job_environment", None)

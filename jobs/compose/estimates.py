@@ -3,7 +3,8 @@ threads, within a time budget. An answer later than the budget is said so rather
 for, so no login that does not answer holds the page. "Could it start sooner?" asks it for the
 variants of one job, "Where should this run?" for one job on each of the user's logins."""
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +19,8 @@ from jobs.slurm.values import SlurmParseError
 
 # What asks Slurm: remote.test_only, or in tests and benches an answer made to take its time.
 Ask = Callable[[ClusterAccount, str], WouldStart]
+# Questions in flight at once: a user's logins, or a waiting job's variants, are fewer.
+MAX_AT_ONCE = 16
 
 
 @dataclass(frozen=True)
@@ -32,17 +35,18 @@ class Estimate:
 
 
 def estimates(
-    asked: Sequence[tuple[ClusterAccount, str]],
+    asked: Iterable[tuple[ClusterAccount, str]],
     budget: float | None = None,
     ask: Ask = remote.test_only,
 ) -> list[Estimate]:
-    """One estimate per (login, script), in order, all asked at once."""
+    """One estimate per (login, script), in order. Each is asked as soon as `asked` yields it, so
+    a caller that plans the next script meanwhile (a generator) overlaps its planning with the
+    answers; the budget counts from the first question."""
     budget = settings.SOONER_BUDGET_SECONDS if budget is None else budget
-    if not asked:
-        return []
-    pool = ThreadPoolExecutor(max_workers=len(asked))
+    pool = ThreadPoolExecutor(max_workers=MAX_AT_ONCE)
+    began = time.monotonic()
     futures = [pool.submit(ask, account, script) for account, script in asked]
-    wait(futures, timeout=budget)
+    wait(futures, timeout=max(0.0, budget - (time.monotonic() - began)))
     # The threads still waiting finish on their own (the gateway's timeouts end them).
     pool.shutdown(wait=False, cancel_futures=True)
     return [_estimate(future, budget) for future in futures]

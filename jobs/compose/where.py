@@ -5,11 +5,14 @@ login, all at once within the budget: jobs.compose.estimates) and the GPUs of th
 now (the cluster's last read, jobs.cluster.cluster_load: no command of its own)."""
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from django.db.models import Prefetch
+
 from guidance.engine.gpu_hours import GpuHours
-from guidance.facts import cluster_facts
+from guidance.facts import cluster_facts, facts_kept
 from guidance.models import Cluster
 from jobs.cluster import remote
 from jobs.compose.estimates import Ask, Estimate, estimates
@@ -95,15 +98,26 @@ def rank(
 ) -> list[Place]:
     """Each of `user`'s logins, best first. Only their own: no one else's login is planned for,
     asked of Slurm, or listed."""
-    accounts = ClusterAccount.objects.filter(owner=user).select_related("cluster")
-    places = [_planned(account, fields) for account in accounts.order_by("cluster__name", "pk")]
-    scripts = {i: script for i, (place, script) in enumerate(places) if script}
-    answers = estimates([(places[i][0].account, s) for i, s in scripts.items()], budget, ask)
-    estimated = dict(zip(scripts, answers, strict=True))
+    accounts = ClusterAccount.objects.filter(owner=user).prefetch_related(
+        Prefetch("cluster", Cluster.objects.with_facts())
+    )
+    places: list[tuple[Place, str]] = []
+
+    def planned_one_by_one() -> Iterator[tuple[ClusterAccount, str]]:
+        # Each login's question goes to Slurm while the next login is planned.
+        for account in accounts.order_by("cluster__name", "pk"):
+            place, script = _planned(account, fields)
+            places.append((place, script))
+            if script:
+                yield account, script
+
+    with facts_kept():
+        answers = iter(estimates(planned_one_by_one(), budget, ask))
+    estimated = [next(answers) if script else place.estimate for place, script in places]
     free = _free_gpus([place.cluster for place, _ in places])
     ranked = [
-        replace(place, estimate=estimated.get(i, place.estimate), free_gpus=_free_of(free, place))
-        for i, (place, _) in enumerate(places)
+        replace(place, estimate=estimate, free_gpus=_free_of(free, place))
+        for (place, _), estimate in zip(places, estimated, strict=True)
     ]
     return sorted(ranked, key=Place.order)
 
