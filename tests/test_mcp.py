@@ -251,3 +251,59 @@ def test_another_users_plans_and_jobs_are_not_there(
     assert answer(listed) == {"jobs": []}
     plan.refresh_from_db()
     assert plan.state == PlanState.CHECKED
+
+
+def test_a_blocked_or_expired_plan_is_refused_in_words(live_server, alice, narval_login, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    too_long = GOOD.replace("--time=03:00:00", "--time=10-00:00:00")  # over Narval's 7 days
+
+    async def calls(client):
+        blocked = answer(
+            await client.call_tool(
+                "plan_script", {"cluster": "narval", "name": "long", "script": too_long}
+            )
+        )
+        fine = answer(await client.call_tool("plan_script", SCRIPT))
+        await asyncio.to_thread(
+            lambda: Plan.objects.filter(pk=fine["id"]).update(
+                created=timezone.now() - timedelta(minutes=settings.PLAN_MINUTES, seconds=1)
+            )
+        )
+        return blocked, [
+            await client.call_tool("submit", {"plan_id": blocked["id"]}),
+            await client.call_tool("submit", {"plan_id": fine["id"]}),
+        ]
+
+    blocked, (refused_blocked, refused_old) = run(
+        live_server, secret_of(alice, Scope.SUBMIT), calls
+    )
+    assert blocked["blocked"] and any(f["severity"] == "fails" for f in blocked["findings"])
+    assert refused_blocked.is_error and "would make this job fail" in text(refused_blocked)
+    assert refused_old.is_error and "older than" in text(refused_old)
+    assert not Job.objects.exists()
+    assert not Plan.objects.filter(state=PlanState.WAITING).exists()
+
+
+def test_the_api_and_mcp_share_one_rate_and_mark_the_token_used(
+    live_server, alice, client, settings
+):
+    settings.API_RATE_LIMIT = "3/min"
+    token, secret = ApiToken.issue(alice, "agent", Scope.READ)
+    headers = {"Authorization": f"Bearer {secret}"}
+    assert client.get("/api/v1/clusters", headers=headers).status_code == 200
+    assert client.get("/api/v1/clusters", headers=headers).status_code == 200
+
+    async def calls(mcp):
+        return await mcp.call_tool("clusters", {})
+
+    with pytest.raises(Exception):  # noqa: B017 (the SDK's error for an HTTP 429 varies)
+        run(live_server, secret, calls)  # the third request of the minute, and more
+    response = httpx2.post(f"{live_server.url}/mcp", headers=headers, json={})
+    assert response.status_code == 429 and "over its rate of 3/min" in response.json()["detail"]
+    assert response.headers["Retry-After"]
+    assert client.get("/api/v1/clusters", headers=headers).status_code == 429
+    token.refresh_from_db()
+    assert token.last_used
