@@ -31,6 +31,7 @@ from mcp.server.mcpserver import (
 )
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, ValidationError
 
 from guidance import models as guidance
@@ -58,8 +59,6 @@ def _token_of(ctx: Any) -> str | None:
 
 server = MCPServer(
     "gpu-portal",
-    # Its INFO lines are one pair per request (each request runs the SDK's app once).
-    log_level="WARNING",
     instructions=(
         "The GPU portal of this site: its clusters' published guidance, advice for a job, "
         "scripts composed and checked against it, start estimates, and the user's jobs. A job "
@@ -275,7 +274,7 @@ def _jobs(request: HttpRequest, ctx: Context, body: Filters) -> dict[str, Any]:
     "events, and the end of its output (your own jobs).",
 )
 def _job(request: HttpRequest, ctx: Context, body: JobIdIn) -> dict[str, Any]:
-    found = api_jobs.job_for_user(request.auth.user, body.job_id, to_act=False)
+    found = api_jobs.job(request, body.job_id)  # as GET /jobs/{id}: polled while followed
     shown = JobDetailOut.model_validate(found, context={"request": request}).model_dump(mode="json")
     if found.owner_id == request.auth.user.pk and found.slurm_id:
         try:
@@ -400,7 +399,7 @@ def _may_ask(ctx: Context) -> bool:
     capabilities = ctx.client_capabilities
     if capabilities is None or capabilities.elicitation is None:
         return False
-    return ctx.protocol_version in ("2026-07-28",) or ctx.session.can_send_request
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or ctx.session.can_send_request
 
 
 async def _ask_the_user(plan_id: UUID, ctx: Context) -> Elicit[Confirmation] | None:
@@ -432,6 +431,9 @@ async def _submit(
         user, made = request.auth.user, _made_by(ctx)
         if isinstance(said, AcceptedElicitation) and said.data is None:
             plan = deciding.ask_to_submit(plan_id, user)
+            if plan.job_id:
+                already = f"Submitted already, with the user's word: job {plan.job_id}."
+                return _plan_out(request, plan) | {"said": already}
             return _plan_out(request, plan) | {
                 "said": "Not submitted: it waits for the user's word on the portal, at "
                 "confirm_url. Tell the user so; poll with dry_run or jobs.",

@@ -145,7 +145,10 @@ def test_a_submit_token_asks_the_user_in_the_client_and_their_yes_makes_one_job(
     async def again(client):  # the same plan again: the same job
         return await client.call_tool("submit", {"plan_id": planned["id"]})
 
-    run(live_server, secret_of(user, Scope.SUBMIT), again, elicitation_callback=_says("accept"))
+    said = answer(
+        run(live_server, secret_of(user, Scope.SUBMIT), again, elicitation_callback=_says("accept"))
+    )
+    assert said["said"] == f"Submitted already, with the user's word: job {job.pk}."
     assert Job.objects.count() == 1 and _slurm_jobs(devcluster, name) == [job.slurm_id]
 
     async def cancel(client):
