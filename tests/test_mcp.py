@@ -307,3 +307,26 @@ def test_the_api_and_mcp_share_one_rate_and_mark_the_token_used(
     assert client.get("/api/v1/clusters", headers=headers).status_code == 429
     token.refresh_from_db()
     assert token.last_used
+
+
+def test_every_tool_below_its_scope_is_refused_in_words(live_server, alice):
+    from portal.mcp_tools import _NEEDS
+
+    # As tests/test_token_scopes.py holds the REST operations: reading is read, what changes
+    # what runs on a cluster is submit, the rest compose (asking to submit is not submitting).
+    assert {name for name, scope in _NEEDS.items() if scope == Scope.SUBMIT} == {"cancel"}
+    assert {name for name, scope in _NEEDS.items() if scope == Scope.READ} == {
+        "clusters",
+        "jobs",
+        "job",
+    }
+    below = {Scope.COMPOSE: Scope.READ, Scope.SUBMIT: Scope.COMPOSE}
+    for needed, scope in below.items():
+
+        async def calls(client, needed=needed):
+            names = [name for name, scope in _NEEDS.items() if scope == needed]
+            return {name: await client.call_tool(name, {}) for name in names}
+
+        for name, result in run(live_server, secret_of(alice, scope), calls).items():
+            assert result.is_error, name
+            assert f"The token “agent-{scope}”" in text(result), name
