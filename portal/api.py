@@ -147,18 +147,25 @@ def _cluster_unavailable(request: HttpRequest, exc: api_jobs.ClusterUnavailable)
 
 @api.exception_handler(Throttled)
 def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    return api.create_response(request, {"detail": over_rate()}, status=429)
+
+
+def over_rate() -> str:
     rate = settings.API_RATE_LIMIT
-    said = f"This token is over its rate of {rate} requests: wait as Retry-After says."
-    return api.create_response(request, {"detail": said}, status=429)
+    return f"This token is over its rate of {rate} requests: wait as Retry-After says."
 
 
 @api.exception_handler(OutOfScope)
 def _out_of_scope(request: HttpRequest, exc: OutOfScope) -> HttpResponse:
-    said = (
+    return api.create_response(request, {"detail": out_of_scope(exc)}, status=403)
+
+
+def out_of_scope(exc: OutOfScope) -> str:
+    """Why the token may not do this, in words (the API's 403, the MCP tools' errors)."""
+    return (
         f"The token “{exc.token.name}” {_MAY[Scope(exc.token.scope)]}: this needs a token that "
         f"{_NEEDS[exc.needed]}. Its owner can make one on the portal's API tokens page."
     )
-    return api.create_response(request, {"detail": said}, status=403)
 
 
 _MAY = {
@@ -175,16 +182,15 @@ _NEEDS = {
 
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    response = api.create_response(
-        request,
-        {
-            "detail": "Missing, unknown or revoked API token. Send the header "
-            "'Authorization: Bearer <token>' with a token from the portal's API tokens page."
-        },
-        status=401,
-    )
+    response = api.create_response(request, {"detail": UNAUTHENTICATED}, status=401)
     response["WWW-Authenticate"] = 'Bearer realm="GPU portal API"'
     return response
+
+
+UNAUTHENTICATED = (
+    "Missing, unknown or revoked API token. Send the header "
+    "'Authorization: Bearer <token>' with a token from the portal's API tokens page."
+)
 
 
 # --- Endpoints ---------------------------------------------------------------------------

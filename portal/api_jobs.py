@@ -84,9 +84,12 @@ class ClusterUnavailable(Exception):
 
 
 def _get_job_for_user(request: HttpRequest, job_id: int, *, to_act: bool = True) -> Job:
+    return job_for_user(request.auth.user, job_id, to_act=to_act)
+
+
+def job_for_user(user, job_id: int, *, to_act: bool = True) -> Job:
     # Who may see it is in the query: anyone else's job does not exist, as far as this token
     # knows. Only its owner acts on it (jobs.views._get_job_for_user decides the same).
-    user = request.auth.user
     visible = Job.objects.visible_to(user).select_related("account__cluster", "token", "plan")
     if (job := visible.filter(pk=job_id).first()) is None:
         raise JobNotFound(job_id)
@@ -211,7 +214,12 @@ def script_cluster(slug: str) -> Cluster:
 @paginate(Pages, page_size=PAGE_SIZE, max_page_size=MAX_PAGE_SIZE)
 def jobs(request: HttpRequest, filters: Query[Filters]) -> QuerySet[Job]:
     _only_params(request, "state", "cluster", "page", "page_size")
-    queryset = Job.objects.visible_to(request.auth.user)
+    return jobs_of(request.auth.user, filters)
+
+
+def jobs_of(user, filters: Filters) -> QuerySet[Job]:
+    """The jobs the user sees (theirs and those of logins they share), newest first."""
+    queryset = Job.objects.visible_to(user)
     queryset = queryset.select_related("account__cluster", "token", "plan")
     if filters.state == "active":
         queryset = queryset.filter(state__in=JobState.active())
@@ -250,22 +258,28 @@ def job(request: HttpRequest, job_id: int) -> Job:
 )
 def job_cancel(request: HttpRequest, job_id: int) -> Status:
     obj = _get_job_for_user(request, job_id)
+    client = request.headers.get("User-Agent", "")
+    if refused := cancel(obj, Via.API, request.auth, client):
+        return Status(409, {"detail": refused})
+    return Status(202, obj)
+
+
+def cancel(obj: Job, via: Via, token, client: str) -> str | None:
+    """scancel for the job's owner, recorded; why not in words, or None once asked of Slurm.
+    ClusterUnavailable when the cluster failed."""
     if obj.is_final or not obj.slurm_id:
-        return Status(
-            409, {"detail": "The job is not queued or running: there is nothing to cancel."}
-        )
+        return "The job is not queued or running: there is nothing to cancel."
     try:
         remote.cancel(obj)
     except remote.SlurmRefused as refused:
-        return Status(409, {"detail": f"Slurm did not cancel it: {refused.message}"})
+        return f"Slurm did not cancel it: {refused.message}"
     except ClusterError as error:
         raise ClusterUnavailable(error) from None
-    token, client = request.auth, request.headers.get("User-Agent", "")
-    said = f"Cancel requested through the API (token “{token.name}”)."
+    said = f"Cancel requested through {Via(via).label} (token “{token.name}”)."
     obj.events.create(state=obj.state, detail=said)
     what = f"Cancelled {obj.name} ({obj.slurm_id})"
-    actions.record(token.user, Via.API, token, client, what, job=obj)
-    return Status(202, obj)
+    actions.record(token.user, via, token, client, what, job=obj)
+    return None
 
 
 @router.get(

@@ -109,21 +109,25 @@ def _refused(refused: PlanRefused) -> InvalidInput:
     summary="Plan a whole sbatch script: checked, its GPU-hours and start estimate; not submitted",
 )
 def plan_a_script(request: HttpRequest, body: PlanScriptIn):
+    return Status(201, plan_out(request, planned_script(request.auth.user, body, made_by(request))))
+
+
+def planned_script(user, body: PlanScriptIn, made: dict[str, Any]) -> Plan:
+    """The plan of a whole script, by whoever `made` says (the API, an MCP client)."""
     files = program_files.without_bom(body.files)
     if files and (found := program_files.problems(files)):
         raise refused_files(found)
     try:
-        plan = plan_script(
-            request.auth.user,
+        return plan_script(
+            user,
             script_cluster(body.cluster),
             body.name,
             body.script,
             program=files or None,
-            **made_by(request),
+            **made,
         )
     except PlanRefused as refused:
         raise _refused(refused) from None
-    return Status(201, plan_out(request, plan))
 
 
 @router.post(
@@ -135,16 +139,19 @@ def plan_a_script(request: HttpRequest, body: PlanScriptIn):
     summary="Plan the script the composer writes from its fields (as POST /script); not submitted",
 )
 def plan_a_composition(request: HttpRequest, job: ScriptIn):
+    plan = planned_composition(request.auth.user, job, made_by(request))
+    return Status(201, plan_out(request, plan))
+
+
+def planned_composition(user, job: ScriptIn, made: dict[str, Any]) -> Plan:
+    """The plan of the script the composer writes from these fields."""
     form = ComposeForm(job.form_data())
-    composed = composed_script(job, form, request.auth.user)
+    composed = composed_script(job, form, user)
     cluster = script_cluster(job.cluster)
     try:
-        plan = plan_script(
-            request.auth.user, cluster, job.job_name, composed.script, **made_by(request)
-        )
+        return plan_script(user, cluster, job.job_name, composed.script, **made)
     except PlanRefused as refused:
         raise _refused(refused) from None
-    return Status(201, plan_out(request, plan))
 
 
 @router.get(

@@ -5,7 +5,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from jobs.cluster import admin_views
-from portal import soak_views, token_views, views
+from portal import mcp_endpoint, soak_views, token_views, views
 from portal.api import api
 
 admin.site.site_header = "GPU portal administration"
@@ -23,6 +23,8 @@ urlpatterns = [
     path("settings/tokens/<int:pk>/revoke/", token_views.token_revoke, name="token_revoke"),
     path("settings/tokens/actions/", token_views.token_actions, name="token_actions"),
     path("api/v1/", api.urls),
+    # For coding agents: MCP over Streamable HTTP, with the API's tokens (portal/mcp_tools.py).
+    path("mcp", mcp_endpoint.mcp, name="mcp"),
     path("admin/clusters/<int:pk>/host-key/", admin_views.host_key, name="cluster_host_key"),
     path(
         "admin/clusters/<int:pk>/import-partitions/",
