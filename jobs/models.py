@@ -848,6 +848,12 @@ class Plan(models.Model):
         """Still to be decided, and young enough to be."""
         return self.state in (PlanState.CHECKED, PlanState.WAITING) and not self.expired
 
+    @classmethod
+    def waiting_count(cls, owner) -> int:
+        """How many of the owner's plans a program asked to submit and wait for their word."""
+        young = timezone.now() - timedelta(minutes=settings.PLAN_MINUTES)
+        return cls.objects.filter(owner=owner, state=PlanState.WAITING, created__gt=young).count()
+
 
 class TokenAction(models.Model):
     """What a program did with one of the user's API tokens that a user would want to know of:

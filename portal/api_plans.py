@@ -42,7 +42,7 @@ class PlanScriptIn(Schema):
     _not_empty = field_validator("script")(refuse_empty_script)
 
 
-class FindingOut(Schema):
+class PlanFindingOut(Schema):
     code: str
     severity: str = Field(description="fails, wastes or advice: 'fails' blocks the plan.")
     message: str
@@ -57,7 +57,7 @@ class PlanOut(Schema):
     expired: bool = Field(description="Too old to be submitted: make a new plan.")
     expires: datetime
     blocked: bool = Field(description="A finding says the job would fail: it cannot be submitted.")
-    findings: list[FindingOut]
+    findings: list[PlanFindingOut]
     gpu_hours: float | None
     gpu_hours_words: str
     start: datetime | None = Field(description="Slurm's --test-only estimate when planned.")

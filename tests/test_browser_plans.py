@@ -1,12 +1,12 @@
 """An agent's plan, in Chromium on a laptop and a phone: the user makes a token that may only
-compose, the agent (here an HTTP client with that token, as any program would be) plans a job and
-asks to submit it, and nothing reaches the cluster until the user reviews the plan and submits it;
-the job's page then says where it came from."""
+compose, the agent (the MCP SDK's own client with that token) plans a job and asks to submit it,
+and nothing reaches the cluster until the user reviews the plan and submits it; the job's page
+then says where it came from."""
 
 import io
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import requests
 from django.core.management import call_command
 
 from guidance.models import Cluster
@@ -15,6 +15,7 @@ from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the
 from tests.test_browser_composer import _fits
 from tests.test_browser_sizing_pages import screen  # noqa: F401  (laptop and phone)
 from tests.test_job_pages import _account
+from tests.test_mcp import answer, run
 from tests.test_plans import GOOD
 
 pytestmark = pytest.mark.browser
@@ -49,16 +50,16 @@ def test_a_compose_only_token_plans_and_the_user_submits(
         secret = page.locator("#new-token").inner_text()
         assert "Also compose and check" in page.locator("td[data-scope=compose]").inner_text()
 
-        agent = {"Authorization": f"Bearer {secret}", "User-Agent": "coding-agent/1.0"}
-        body = {"cluster": "narval", "name": "resnet", "script": GOOD}
-        made = requests.post(f"{live_server.url}/api/v1/plans", json=body, headers=agent)
-        assert made.status_code == 201, made.text
-        plan = made.json()
-        asked = requests.post(
-            f"{live_server.url}/api/v1/plans/{plan['id']}/submit", headers=agent, timeout=30
-        )
-        assert asked.status_code == 202 and asked.json()["state"] == "waiting"
-        assert not Job.objects.exists()
+        async def agent(client):
+            body = {"cluster": "narval", "name": "resnet", "script": GOOD}
+            planned = answer(await client.call_tool("plan_script", body))
+            asked = answer(await client.call_tool("submit", {"plan_id": planned["id"]}))
+            return planned, asked
+
+        # Beside Playwright's own event loop: the agent is another program, in its own thread.
+        with ThreadPoolExecutor(1) as elsewhere:
+            plan, asked = elsewhere.submit(run, live_server, secret, agent).result()
+        assert asked["state"] == "waiting" and not Job.objects.exists()
 
         page.goto("/")
         menu = page.get_by_role("button", name="Menu")
@@ -66,7 +67,7 @@ def test_a_compose_only_token_plans_and_the_user_submits(
             menu.click()
         page.get_by_role("link", name="Plans to confirm").click()
         row = page.locator(f"tr[data-plan='{plan['id']}']")
-        assert "coding-agent/1.0" in row.inner_text()
+        assert "an MCP client (test-agent" in row.inner_text()
         page.screenshot(path=ARTIFACTS / f"plans-{name}.png", full_page=True)
         _fits(page)
         row.get_by_role("link", name="Review").click()
@@ -76,10 +77,8 @@ def test_a_compose_only_token_plans_and_the_user_submits(
         page.get_by_role("button", name="Submit it").click()
         origin = page.locator(".job-origin")
         origin.wait_for()
-        assert "an MCP client" not in origin.inner_text()
-        assert "the API (coding-agent/1.0) with your API token “coding agent”" in (
-            origin.inner_text()
-        )
+        assert "an MCP client (test-agent" in origin.inner_text()
+        assert "with your API token “coding agent”" in origin.inner_text()
         assert Job.objects.count() == 1
         page.screenshot(path=ARTIFACTS / f"plan-job-{name}.png", full_page=True)
         _fits(page)

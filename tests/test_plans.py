@@ -143,8 +143,10 @@ def test_the_user_sees_the_waiting_plan_confirms_it_and_sees_its_origin(
     user_client, user, narval, login, token
 ):
     plan = deciding.ask_to_submit(_plan(user, narval, token).pk, user)
-    home = user_client.get("/").content.decode()
-    assert "Plans to confirm" in home and 'aria-label="1 waiting"' in home
+    # Every page's header asks for the notifications' count, which brings the waiting plans.
+    assert 'id="plans-waiting" hidden' in user_client.get("/").content.decode()
+    header = user_client.get("/jobs/notifications/count/").content.decode()
+    assert "Plans to confirm" in header and 'aria-label="1 waiting"' in header
     listed = user_client.get("/jobs/plans/").content.decode()
     assert f'data-plan="{plan.pk}"' in listed and "an MCP client (an agent 1.0)" in listed
     page = user_client.get(plan.get_absolute_url()).content.decode()
@@ -157,7 +159,7 @@ def test_the_user_sees_the_waiting_plan_confirms_it_and_sees_its_origin(
     assert "which you confirmed on the portal&#x27;s pages" in shown
     again = user_client.post(f"/jobs/plans/{plan.pk}/confirm/", follow=True)
     assert again.redirect_chain[-1][0] == job.get_absolute_url() and Job.objects.count() == 1
-    assert "Plans to confirm" not in user_client.get("/").content.decode()
+    assert "Plans to confirm" not in user_client.get("/jobs/notifications/count/").content.decode()
 
 
 def test_a_blocked_plan_offers_no_submit_button(user_client, user, narval, login, token):

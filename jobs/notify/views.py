@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from guidance.nul import checks_nul_per_field
-from jobs.models import Job, JobNotificationChoice, Notification
+from jobs.models import Job, JobNotificationChoice, Notification, Plan
 from jobs.notify.choices import choice_for, defaults_of
 from jobs.notify.forms import DefaultsForm, JobChoiceForm
 from jobs.notify.messages import describe
@@ -51,6 +51,7 @@ def notification_count(request: HttpRequest) -> HttpResponse:
         "unread": listed.filter(read=False).count(),
         "unpushed": _pushable(listed).exists(),
         "refresh_seconds": settings.NOTIFICATION_REFRESH_SECONDS,
+        "waiting_plans": Plan.waiting_count(request.user),
     }
     return render(request, "jobs/notification_count.html", ctx)
 

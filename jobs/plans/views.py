@@ -60,12 +60,3 @@ def _find(request: HttpRequest, pk) -> Plan:
         return deciding.find(pk, request.user)
     except PlanRefused:
         raise Http404("No such plan.") from None
-
-
-def waiting_plans(request: HttpRequest) -> dict:
-    """For every page's header: how many plans wait for the user's word."""
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return {}
-    waiting = Plan.objects.filter(owner=user, state=PlanState.WAITING).only("created", "state")
-    return {"waiting_plans": sum(1 for plan in waiting if plan.open)}
