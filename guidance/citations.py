@@ -50,8 +50,11 @@ def _load_known_documents() -> dict[str, KnownDocument]:
     }
 
 
-def as_source(obj: Source | Sourced | str | None) -> Source | None:
-    """The engine's notes carry a Source, published rows their source fields."""
+def as_source(obj: Source | Sourced | dict | str | None) -> Source | None:
+    """The engine's notes carry a Source, published rows their source fields, stored findings
+    (a plan's) a {"document", "section"}."""
+    if isinstance(obj, dict):
+        obj = Source(obj.get("document", ""), obj.get("section", ""))
     if isinstance(obj, Sourced):
         obj = Source(obj.source_document, obj.source_section)
     if isinstance(obj, str):  # a text of its own: nothing to look up

@@ -857,7 +857,7 @@ class Plan(models.Model):
 
 class TokenAction(models.Model):
     """What a program did with one of the user's API tokens that a user would want to know of:
-    plans made, submissions asked, jobs cancelled, and what the token's scope refused."""
+    plans made, submissions asked, answered or confirmed, jobs cancelled."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_actions"

@@ -17,7 +17,7 @@ from jobs.models import Plan, Via
 from jobs.plans import deciding
 from jobs.plans.making import PlanRefused, plan_script
 from portal.api_auth import COMPOSE, READ
-from portal.api_check import MAX_FILES, refused_files
+from portal.api_check import MAX_FILES, SourceOut, refused_files
 from portal.api_job_schemas import refuse_empty_script, refuse_nul
 from portal.api_jobs import script_cluster
 from portal.api_planning import InvalidInput, composed_script, invalid
@@ -47,6 +47,7 @@ class PlanFindingOut(Schema):
     severity: str = Field(description="fails, wastes or advice: 'fails' blocks the plan.")
     message: str
     fix: str
+    source: SourceOut | None = Field(None, description="The guidance it follows, if any.")
 
 
 class PlanOut(Schema):

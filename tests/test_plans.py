@@ -166,6 +166,7 @@ def test_a_blocked_plan_offers_no_submit_button(user_client, user, narval, login
     plan = _plan(user, narval, token, TOO_LONG)
     page = user_client.get(plan.get_absolute_url()).content.decode()
     assert "cannot be submitted" in page and "Submit it" not in page
+    assert 'class="source">Source:' in page  # each finding cites the guidance it follows
     response = user_client.post(f"/jobs/plans/{plan.pk}/confirm/", follow=True)
     assert "would make this job fail" in response.content.decode()
     assert not Job.objects.exists()
@@ -230,6 +231,7 @@ def test_the_api_refuses_a_blocked_plan_and_hides_others(
     submit = ApiToken.issue(user, "submit", Scope.SUBMIT)[1]
     body = {"cluster": "narval", "name": "resnet", "script": TOO_LONG}
     plan = _api(client, "post", "/api/v1/plans", submit, body).json()
+    assert all(f["source"]["document"] for f in plan["findings"] if f["severity"] == "fails")
     refused = _api(client, "post", f"/api/v1/plans/{plan['id']}/submit", submit)
     assert refused.status_code == 409 and "would make this job fail" in refused.json()["detail"]
     mallory = django_user_model.objects.create_user("mallory", password="x")

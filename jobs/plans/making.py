@@ -73,6 +73,11 @@ def plan_script(
                 "severity": str(note.severity),
                 "message": note.message,
                 "fix": note.fix,
+                "source": (
+                    {"document": note.source.document, "section": note.source.section}
+                    if note.source
+                    else None
+                ),
             }
             for note in check.notes
         ],
