@@ -6,6 +6,7 @@ submitted through gunicorn's API then runs on the dev cluster and is followed to
 The dev venv hides a missing runtime dependency (a worker on Redis needs `packaging`, which the
 dev tools pulled in): this test is what notices one."""
 
+import asyncio
 import contextlib
 import json
 import os
@@ -20,11 +21,14 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import psycopg
 import pytest
 import yaml
 from cryptography.fernet import Fernet
 from django.db import connection
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from jobs.models import JobState
 from tests.devcluster import DevCluster
@@ -114,6 +118,10 @@ def test_the_runtime_venv_serves_a_job_to_completion(
         assert seen[-1] == JobState.COMPLETED, seen
         output = _api(base, "GET", f"/api/v1/jobs/{job['id']}/output", auth)
         assert "hello from the runtime venv" in output["text"], output
+        # An agent's MCP client, through gunicorn's workers: the job is there, in words.
+        listed = asyncio.run(_mcp_job(base, auth, job["id"]))
+        assert listed["state"] == JobState.COMPLETED and listed["name"] == "runtime", listed
+        assert "hello from the runtime venv" in listed["output_tail"], listed
 
         for process in started.values():
             _stop(process)
@@ -233,6 +241,15 @@ def _api(
         status, text = error.code, error.read().decode()
     assert status == expect, f"{method} {path}: {status} {text}"
     return json.loads(text)
+
+
+async def _mcp_job(base: str, auth: dict[str, str], job_id: int) -> dict:
+    async with httpx2.AsyncClient(headers=auth | PROXY_HEADERS, timeout=30) as http:
+        transport = streamable_http_client(f"{base}/mcp", http_client=http)
+        async with Client(transport) as client:
+            result = await client.call_tool("job", {"job_id": job_id})
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
 
 
 def _stop(process: subprocess.Popen) -> None:
