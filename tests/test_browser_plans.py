@@ -49,6 +49,7 @@ def test_a_compose_only_token_plans_and_the_user_submits(
         page.get_by_role("button", name="Create token").click()
         secret = page.locator("#new-token").inner_text()
         assert "Also compose and check" in page.locator("td[data-scope=compose]").inner_text()
+        _fits(page)  # the tokens' table, scope and all, on a phone too
 
         async def agent(client):
             body = {"cluster": "narval", "name": "resnet", "script": GOOD}
