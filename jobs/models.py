@@ -849,10 +849,16 @@ class Plan(models.Model):
         return self.state in (PlanState.CHECKED, PlanState.WAITING) and not self.expired
 
     @classmethod
+    def undecided(cls, owner) -> models.QuerySet:
+        """The owner's open plans (`open`, in one query)."""
+        young = timezone.now() - timedelta(minutes=settings.PLAN_MINUTES)
+        undecided = [PlanState.CHECKED, PlanState.WAITING]
+        return cls.objects.filter(owner=owner, state__in=undecided, created__gt=young)
+
+    @classmethod
     def waiting_count(cls, owner) -> int:
         """How many of the owner's plans a program asked to submit and wait for their word."""
-        young = timezone.now() - timedelta(minutes=settings.PLAN_MINUTES)
-        return cls.objects.filter(owner=owner, state=PlanState.WAITING, created__gt=young).count()
+        return cls.undecided(owner).filter(state=PlanState.WAITING).count()
 
 
 class TokenAction(models.Model):

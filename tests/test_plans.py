@@ -145,6 +145,8 @@ def test_the_user_sees_the_waiting_plan_confirms_it_and_sees_its_origin(
     plan = deciding.ask_to_submit(_plan(user, narval, token).pk, user)
     # Every page's header asks for the notifications' count, which brings the waiting plans.
     assert 'id="plans-waiting" hidden' in user_client.get("/").content.decode()
+    # Without JavaScript the header fills nothing: the tokens page links there too.
+    assert 'href="/jobs/plans/"' in user_client.get("/settings/tokens/").content.decode()
     header = user_client.get("/jobs/notifications/count/").content.decode()
     assert "Plans to confirm" in header and 'aria-label="1 waiting"' in header
     listed = user_client.get("/jobs/plans/").content.decode()
@@ -256,3 +258,10 @@ def test_bad_plan_input_gets_the_apis_errors(client, user, narval, login, change
     assert response.status_code == 422, response.content
     assert (field, code) in {(e["field"], e["code"]) for e in response.json()["detail"]}
     assert not Plan.objects.exists()
+
+
+def test_plans_asked_to_submit_come_first(user_client, user, narval, login, token):
+    asked = deciding.ask_to_submit(_plan(user, narval, token, name="asked").pk, user)
+    planned = _plan(user, narval, token, name="planned")  # newer, but only planned
+    listed = user_client.get("/jobs/plans/").content.decode()
+    assert listed.index(f'data-plan="{asked.pk}"') < listed.index(f'data-plan="{planned.pk}"')

@@ -2,6 +2,7 @@
 it on the portal's page, or through the program's client when it can ask them (MCP
 elicitation), and `confirm` then submits the plan's script once, whoever confirms it twice."""
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -81,10 +82,6 @@ def _may_be_submitted(plan: Plan) -> None:
         raise PlanRefused(
             "plan",
             "expired",
-            f"The plan is older than {_minutes(plan)} minutes: the queue and the start estimate "
-            "it showed are stale. Make a new plan.",
+            f"The plan is older than {settings.PLAN_MINUTES} minutes: the queue and the start "
+            "estimate it showed are stale. Make a new plan.",
         )
-
-
-def _minutes(plan: Plan) -> int:
-    return round((plan.expires - plan.created).total_seconds() / 60)

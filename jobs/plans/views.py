@@ -4,11 +4,12 @@ for it, each plan whole (script, findings, GPU-hours, start estimate), confirm o
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import F
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from jobs.models import Plan, PlanState
+from jobs.models import Plan
 from jobs.plans import deciding
 from jobs.plans.making import PlanRefused
 
@@ -18,11 +19,11 @@ RECENT = 20
 @login_required
 @require_safe
 def plans(request: HttpRequest) -> HttpResponse:
-    mine = Plan.objects.filter(owner=request.user).select_related("account__cluster", "token")
-    undecided = mine.filter(state__in=[PlanState.WAITING, PlanState.CHECKED])
-    undecided = [plan for plan in undecided if plan.open]
+    related = ("account__cluster", "token")
     # Asked first: a program that may only compose leaves its plans for the user to find.
-    undecided.sort(key=lambda plan: (plan.state != PlanState.WAITING, -plan.created.timestamp()))
+    asked_first = (F("asked").desc(nulls_last=True), "-created")
+    undecided = list(Plan.undecided(request.user).select_related(*related).order_by(*asked_first))
+    mine = Plan.objects.filter(owner=request.user).select_related(*related)
     others = mine.exclude(pk__in=[plan.pk for plan in undecided])[:RECENT]
     context = {"waiting": undecided, "others": others, "minutes": settings.PLAN_MINUTES}
     return render(request, "jobs/plans.html", context)
