@@ -32,6 +32,17 @@ OUT_OF_MEMORY_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
+class EachRun:
+    """A sweep's runs, whose duration is asked per run: its time advice is per run, never from
+    the sum of its tasks (six 10-minute runs are not one hour-long run)."""
+
+    ended: int  # runs that completed, with a time
+    longest_seconds: int
+    given_seconds: int | None  # what each run was given: its duration as composed, else its limit
+    timed_out: bool = False  # a run was stopped at its time limit
+
+
+@dataclass(frozen=True)
 class JobFacts:
     """What Slurm accounted for a finished job (sacct)."""
 
@@ -45,7 +56,11 @@ class JobFacts:
     gpu_type: str = ""
     timed_out: bool = False
     out_of_memory: bool = False
+    # Failed, cancelled or killed for its memory: its time says nothing of what the work needs
+    # (a crash in the first minute is no reason to ask for 15 minutes next time).
+    ended_early: bool = False
     gpu_energy_j: float | None = None  # its GPUs', from NVML's counter; None: unknown
+    each_run: EachRun | None = None  # a sweep's runs: its time advice is theirs
 
 
 @dataclass(frozen=True)
@@ -236,8 +251,10 @@ def _memory(facts: JobFacts) -> Suggestion | None:
 
 
 def _time(facts: JobFacts) -> Suggestion | None:
+    if facts.each_run is not None:
+        return _run_time(facts.each_run)
     elapsed, limit = facts.elapsed_seconds, facts.time_limit_seconds
-    if not elapsed or not limit:
+    if not elapsed or not limit or (facts.ended_early and not facts.timed_out):
         return None
     if facts.timed_out or elapsed >= limit:
         minutes = suggested_minutes(limit, TIMEOUT_FACTOR)
@@ -259,6 +276,36 @@ def _time(facts: JobFacts) -> Suggestion | None:
         f"It ran {format_time(elapsed)} of the {format_time(limit)} it asked for: "
         f"{format_time(minutes * 60)} leaves a quarter more than it took, and shorter jobs are "
         "more likely to start sooner.",
+        sources.CHECKPOINT_CHAIN,
+    )
+
+
+def _run_time(runs: EachRun) -> Suggestion | None:
+    """Each run's duration, the sweep's own field: from its longest run against what each run
+    was given."""
+    longest, given = runs.longest_seconds, runs.given_seconds
+    if not given or not (runs.ended or runs.timed_out):
+        return None
+    if runs.timed_out:
+        minutes = suggested_minutes(max(given, longest), TIMEOUT_FACTOR)
+        return Suggestion(
+            "hours",
+            f"{minutes / 60:g}",
+            f"{format_time(minutes * 60)} per run instead of {format_time(given)}",
+            f"A run ran out of its {format_time(given)}: ask for half as much again per run, "
+            "or save checkpoints and let each run resume in a chain of shorter jobs.",
+            sources.LONG_RUNNING,
+        )
+    minutes = suggested_minutes(longest)
+    if minutes * 60 > given * 0.8:
+        return None  # close enough: not worth a change
+    return Suggestion(
+        "hours",
+        f"{minutes / 60:g}",
+        f"{format_time(minutes * 60)} per run instead of {format_time(given)}",
+        f"The longest of its {runs.ended} runs took {format_time(longest)} of the "
+        f"{format_time(given)} each run was given: {format_time(minutes * 60)} leaves a quarter "
+        "more than it took, and shorter jobs are more likely to start sooner.",
         sources.CHECKPOINT_CHAIN,
     )
 

@@ -72,6 +72,9 @@ class PastRun:
     gpus: int | None = None
     gpu_busy_percent: float | None = None  # the GPUs' mean use over the run
     gpu_memory_peak_mb: float | None = None  # the fullest card's peak
+    # Its parts resume one another: a part runs until the checkpoint warning, so its time says
+    # nothing of what the next job needs, and no time is proposed from it.
+    chained: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,9 @@ def needed_minutes(run: PastRun) -> int:
 
 
 def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggestion | None:
+    kept = [run for run in kept if not run.chained]
+    if len(kept) < MIN_RUNS:
+        return None
     longest = max(kept, key=needed_minutes)
     wanted = needed_minutes(longest)
     minutes = min(wanted, limits.max_minutes)
@@ -220,7 +226,7 @@ def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggesti
         )
     else:
         why = (
-            f"the longest of {len(kept)} runs took {words(history.elapsed.high)}: "
+            f"the longest of {len(kept)} runs took {words(longest.elapsed_seconds)}: "
             f"{words(minutes * 60)} leaves a quarter more than it took"
         )
     if minutes < wanted:

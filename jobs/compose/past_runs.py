@@ -9,6 +9,7 @@ from guidance.engine import Recommendation
 from guidance.engine.history import History, Limits, Outcome, PastRun, summarize
 from guidance.engine.slurm_time import parse_seconds
 from guidance.models import Cluster
+from jobs.compose import sweep_script
 from jobs.compose.from_form import Composed, with_reasons
 from jobs.models import Composition, Job, JobOrigin, JobState
 
@@ -63,11 +64,14 @@ def past_run(job: Job) -> PastRun:
         outcome = _OUTCOMES.get(JobState(job.state), Outcome.FAILED)
     else:
         outcome = Outcome.RUNNING
+    # One allocation's figures: an array's tasks each had their own limit (older rows lack them).
+    longest = job.longest_task_seconds
     return PastRun(
         label=f"job {job.slurm_id or job.pk}",
         outcome=outcome,
-        elapsed_seconds=job.elapsed_seconds,
-        time_limit_seconds=job.time_limit_seconds,
+        elapsed_seconds=longest if longest is not None else job.elapsed_seconds,
+        time_limit_seconds=job.task_time_limit_seconds or job.time_limit_seconds,
+        chained=chained(job.script),
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,
         cpu_seconds=job.cpu_seconds,
@@ -76,6 +80,15 @@ def past_run(job: Job) -> PastRun:
         gpu_busy_percent=job.gpu_utilization,
         gpu_memory_peak_mb=getattr(job, "gpu_memory_peak_mb", None),
     )
+
+
+def chained(script: str) -> bool:
+    """Whether the job's parts resume one another (a chain, or a sweep of chains), so that a
+    part runs until the checkpoint warning whatever the work needs."""
+    if sweep_script.runs_in(script):
+        return "\n#SBATCH --requeue\n" in script
+    array = sweep_script.ARRAY_LINE.search(script)
+    return bool(array) and array.group(1).endswith("%1")
 
 
 def limits(rec: Recommendation) -> Limits:
