@@ -250,63 +250,65 @@ def _memory(facts: JobFacts) -> Suggestion | None:
     )
 
 
+@dataclass(frozen=True)
+class _Said:
+    """How a time suggestion is worded: for one job, or for each run of a sweep."""
+
+    change: str
+    out_of_time: str
+    took: str
+
+
+_ONE_JOB = _Said(
+    change="--time={ask} instead of {had}",
+    out_of_time="It ran out of time after {had}: ask for half as much again, or save "
+    "checkpoints and resume in a chain of shorter jobs.",
+    took="It ran {took} of the {had} it asked for: {ask} leaves a quarter more than it took, "
+    "and shorter jobs are more likely to start sooner.",
+)
+# The sweep's own field: each run's duration, from its longest run against what each was given.
+_EACH_RUN = _Said(
+    change="{ask} per run instead of {had}",
+    out_of_time="A run ran out of its {had}: ask for half as much again per run, or save "
+    "checkpoints and let each run resume in a chain of shorter jobs.",
+    took="The longest of its {runs} runs took {took} of the {had} each run was given: {ask} "
+    "leaves a quarter more than it took, and shorter jobs are more likely to start sooner.",
+)
+
+
 def _time(facts: JobFacts) -> Suggestion | None:
-    if facts.each_run is not None:
-        return _run_time(facts.each_run)
-    elapsed, limit = facts.elapsed_seconds, facts.time_limit_seconds
-    if not elapsed or not limit or (facts.ended_early and not facts.timed_out):
+    if (runs := facts.each_run) is not None:
+        if not (runs.ended or runs.timed_out):
+            return None
+        took, had, timed_out = runs.longest_seconds, runs.given_seconds, runs.timed_out
+        return _sized(took, had, timed_out, _EACH_RUN, runs.ended)
+    if not facts.elapsed_seconds or (facts.ended_early and not facts.timed_out):
         return None
-    if facts.timed_out or elapsed >= limit:
-        minutes = suggested_minutes(limit, TIMEOUT_FACTOR)
-        return Suggestion(
-            "hours",
-            f"{minutes / 60:g}",
-            f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
-            f"It ran out of time after {format_time(limit)}: ask for half as much again, "
-            "or save checkpoints and resume in a chain of shorter jobs.",
-            sources.LONG_RUNNING,
-        )
-    minutes = suggested_minutes(elapsed)
-    if minutes * 60 > limit * 0.8:
-        return None  # close enough: not worth a change
+    took, had = facts.elapsed_seconds, facts.time_limit_seconds
+    ran_out = facts.timed_out or (had is not None and took >= had)
+    return _sized(took, had, ran_out, _ONE_JOB)
+
+
+def _sized(took: int, had: int | None, timed_out: bool, said: _Said, runs=1) -> Suggestion | None:
+    """Half as much again after running out of time, else a quarter more than it took when that
+    is well under what it had."""
+    if not had:
+        return None
+    if timed_out:
+        minutes = suggested_minutes(max(had, took), TIMEOUT_FACTOR)
+        reason, source = said.out_of_time, sources.LONG_RUNNING
+    else:
+        minutes = suggested_minutes(took)
+        if minutes * 60 > had * 0.8:
+            return None  # close enough: not worth a change
+        reason, source = said.took, sources.CHECKPOINT_CHAIN
+    words = {"ask": format_time(minutes * 60), "had": format_time(had), "took": format_time(took)}
     return Suggestion(
         "hours",
         f"{minutes / 60:g}",
-        f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
-        f"It ran {format_time(elapsed)} of the {format_time(limit)} it asked for: "
-        f"{format_time(minutes * 60)} leaves a quarter more than it took, and shorter jobs are "
-        "more likely to start sooner.",
-        sources.CHECKPOINT_CHAIN,
-    )
-
-
-def _run_time(runs: EachRun) -> Suggestion | None:
-    """Each run's duration, the sweep's own field: from its longest run against what each run
-    was given."""
-    longest, given = runs.longest_seconds, runs.given_seconds
-    if not given or not (runs.ended or runs.timed_out):
-        return None
-    if runs.timed_out:
-        minutes = suggested_minutes(max(given, longest), TIMEOUT_FACTOR)
-        return Suggestion(
-            "hours",
-            f"{minutes / 60:g}",
-            f"{format_time(minutes * 60)} per run instead of {format_time(given)}",
-            f"A run ran out of its {format_time(given)}: ask for half as much again per run, "
-            "or save checkpoints and let each run resume in a chain of shorter jobs.",
-            sources.LONG_RUNNING,
-        )
-    minutes = suggested_minutes(longest)
-    if minutes * 60 > given * 0.8:
-        return None  # close enough: not worth a change
-    return Suggestion(
-        "hours",
-        f"{minutes / 60:g}",
-        f"{format_time(minutes * 60)} per run instead of {format_time(given)}",
-        f"The longest of its {runs.ended} runs took {format_time(longest)} of the "
-        f"{format_time(given)} each run was given: {format_time(minutes * 60)} leaves a quarter "
-        "more than it took, and shorter jobs are more likely to start sooner.",
-        sources.CHECKPOINT_CHAIN,
+        said.change.format(**words),
+        reason.format(runs=runs, **words),
+        source,
     )
 
 
