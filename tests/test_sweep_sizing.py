@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from guidance.engine.efficiency import TIMEOUT_FACTOR, EachRun, JobFacts, resource_suggestions
 from guidance.engine.history import Limits, summarize
+from jobs.compose.forms import ComposeForm
+from jobs.compose.from_form import compose
 from jobs.compose.past_runs import past_run
 from jobs.gpu.efficiency import final_report
 from jobs.models import Composition, Job, JobState, Notification, NotifyEvent
@@ -119,10 +121,15 @@ def test_a_grouped_sweep_that_ran_out_of_time_asks_more_per_run(user, account, s
     assert time.change == "0:15:00 per run instead of 0:06:00"
 
 
-def test_a_sweep_of_chains_proposes_no_time(user, account, scripts):  # noqa: F811
-    chained = scripts["array"].replace("#SBATCH --array=", "#SBATCH --requeue\n#SBATCH --array=")
-    job = _finished_array(user, account, chained, [3 * 3600 - 300] * 2, hours="12")
+def test_a_sweep_of_chains_proposes_no_time(user, account, seeded):  # noqa: F811
+    # 200 h a run with checkpoints: each run's task requeues itself for its next part.
+    form = ComposeForm(SWEEP | {"hours": "200", "checkpointing": "on"})
+    composed = compose(form)
+    assert composed is not None and "#SBATCH --requeue" in composed.script, form.errors
+    job = _finished_array(user, account, composed.script, [3 * 3600 - 300] * 6, hours="200")
     assert _hours(final_report(job, each_run(job))) == []
+    # Nor do its parts, as earlier runs of it.
+    assert past_run(job).chained
 
 
 def _past(user, account, script: str, longest: int, tasks: int, limit=3600) -> Job:  # noqa: F811

@@ -86,7 +86,7 @@ def chained(script: str) -> bool:
     """Whether the job's parts resume one another (a chain, or a sweep of chains), so that a
     part runs until the checkpoint warning whatever the work needs."""
     if sweep_script.runs_in(script):
-        return "\n#SBATCH --requeue\n" in script
+        return sweep_script.runs_are_chains(script)
     array = sweep_script.ARRAY_LINE.search(script)
     return bool(array) and array.group(1).endswith("%1")
 

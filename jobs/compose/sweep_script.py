@@ -75,6 +75,15 @@ def values(spec: ScriptSpec, checkpoint_dir: str) -> list[str]:
     return lines
 
 
+_REQUEUED = re.compile(r"^#SBATCH --requeue$", re.MULTILINE)
+
+
+def runs_are_chains(script: str) -> bool:
+    """Whether a sweep script's runs are chains: each run's task requeues itself for its next
+    part (the header requeue_lines goes with)."""
+    return bool(_REQUEUED.search(script))
+
+
 def requeue_lines(spec: ScriptSpec) -> list[str]:
     """At the very end of finish(): the run's next part, when this one saved on Slurm's warning.
     Requeued, the task starts again from the top with its own folders (about two minutes later:

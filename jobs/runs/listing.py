@@ -148,7 +148,7 @@ def each_run(job: Job, found: Runs | None = None) -> EachRun | None:
     found = found if found is not None else runs_of(job)
     if found is None:
         return None
-    if _CHAINED.search(job.script):
+    if sweep_script.runs_are_chains(job.script):
         # Each run is a chain of parts: a task's time is one part's, so it sizes nothing.
         return EachRun(ended=0, longest_seconds=0, given_seconds=None)
     # Runs that completed: a failed run may have stopped before doing its work.
@@ -168,9 +168,6 @@ def each_run(job: Job, found: Runs | None = None) -> EachRun | None:
         given_seconds=_given_each_run(job, found),
         timed_out=timed_out,
     )
-
-
-_CHAINED = re.compile(r"^#SBATCH --requeue$", re.MULTILINE)
 
 
 def _given_each_run(job: Job, found: Runs) -> int | None:
