@@ -236,3 +236,29 @@ def test_a_job_that_failed_early_asks_for_no_less_time(user, account):  # noqa: 
     job.state = JobState.COMPLETED
     (time,) = _hours(final_report(job))
     assert time.change == "--time=0:15:00 instead of 12:00:00"
+
+
+@given(
+    elapsed=st.integers(0, 14 * 24 * 3600),
+    limit=st.one_of(st.none(), st.integers(60, 14 * 24 * 3600)),
+    ending=st.sampled_from(["completed", "timed out", "ended early"]),
+)
+def test_one_jobs_time_is_never_below_what_it_took(elapsed, limit, ending):
+    """A job that ended early proposes no time; one that ran out asks half as much again; one
+    that completed is asked a quarter more than it took, and only when that is well under what
+    it had."""
+    facts = JobFacts(
+        elapsed_seconds=elapsed,
+        time_limit_seconds=limit,
+        timed_out=ending == "timed out",
+        ended_early=ending == "ended early",
+    )
+    (time,) = resource_suggestions(facts) or [None]
+    if time is None:
+        return
+    assert ending != "ended early" and limit
+    seconds = float(time.value) * 3600
+    if ending == "timed out" or elapsed >= limit:
+        assert seconds >= max(limit, elapsed) * TIMEOUT_FACTOR
+    else:
+        assert elapsed * 1.25 <= seconds < limit
