@@ -129,10 +129,10 @@ def test_a_sweep_of_chains_proposes_no_time(user, account, seeded):  # noqa: F81
     job = _finished_array(user, account, composed.script, [3 * 3600 - 300] * 6, hours="200")
     assert _hours(final_report(job, each_run(job))) == []
     # Nor do its parts, as earlier runs of it.
-    assert past_run(job).chained
+    assert not past_run(job).sizes_time
 
 
-def _past(user, account, script: str, longest: int, tasks: int, limit=3600) -> Job:  # noqa: F811
+def _past(user, account, script: str, longest: int, tasks: int, limit=3600, **kw) -> Job:  # noqa: F811
     return _job(
         user,
         account,
@@ -146,6 +146,7 @@ def _past(user, account, script: str, longest: int, tasks: int, limit=3600) -> J
         task_time_limit_seconds=limit,
         max_rss_mb=2000,
         requested_memory_mb=8000,
+        **kw,
     )
 
 
@@ -262,3 +263,29 @@ def test_one_jobs_time_is_never_below_what_it_took(elapsed, limit, ending):
         assert seconds >= max(limit, elapsed) * TIMEOUT_FACTOR
     else:
         assert elapsed * 1.25 <= seconds < limit
+
+
+def test_earlier_sweeps_size_each_run(user_client, user, account, scripts):  # noqa: F811
+    form = SWEEP | {"hours": "1"}
+    composition = _composition(user, "1", scripts["array"])
+    for longest in (600, 720):
+        _past(user, account, scripts["array"], longest, tasks=6, composition=composition)
+    page = user_client.get("/jobs/new/", form).content.decode()
+    assert "Last 2 runs: at most 12 min of 1 h" in page
+    assert "ask 15 min per run" in page
+    applied = user_client.post("/jobs/new/", form | {"apply_history": "1"})
+    assert applied.context["form"].data["hours"] == "0.25"
+    assert "time_limit" not in applied.context["form"].data  # the plan makes each job's
+    # Runs of a quarter hour are short: the sweep now runs them in turn, in one job.
+    assert 'SWEEP_RUNS="1 2 3 4 5 6"' in applied.context["composed"].script
+
+
+def test_earlier_grouped_sweeps_size_no_time(user_client, user, account, scripts):  # noqa: F811
+    form = SWEEP | {"hours": "0.1"}
+    composition = _composition(user, "0.1", scripts["grouped"])
+    for took in (1800, 2000):  # six runs in turn in one job: not one run's time
+        _past(user, account, scripts["grouped"], took, tasks=1, composition=composition)
+    page = user_client.get("/jobs/new/", form).content.decode()
+    assert "Last 2 runs" in page
+    assert 'data-field="hours"' not in page and 'data-field="time_limit"' not in page
+    assert 'data-field="memory"' in page  # what the runs used still sizes the rest

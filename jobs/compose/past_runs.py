@@ -71,7 +71,7 @@ def past_run(job: Job) -> PastRun:
         outcome=outcome,
         elapsed_seconds=longest if longest is not None else job.elapsed_seconds,
         time_limit_seconds=job.task_time_limit_seconds or job.time_limit_seconds,
-        chained=chained(job.script),
+        sizes_time=not (chained(job.script) or sweep_script.runs_are_grouped(job.script)),
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,
         cpu_seconds=job.cpu_seconds,
@@ -91,12 +91,13 @@ def chained(script: str) -> bool:
     return bool(array) and array.group(1).endswith("%1")
 
 
-def limits(rec: Recommendation) -> Limits:
+def limits(rec: Recommendation, per_run: bool = False) -> Limits:
     """What the partition the engine chose allows; GPUs are per node times the nodes asked."""
     partition = rec.choice.partition
     nodes = rec.resources.nodes.value
     return Limits(
         max_minutes=int(partition.max_hours * 60),
+        per_run=per_run,
         memory_mb=partition.memory_per_node_mb or None,
         gpus=partition.gpus_per_node * nodes or None,
         target_percent=rec.cluster.policy.utilization_target_percent,
@@ -115,7 +116,9 @@ def history(
     )
     if not jobs:
         return None
-    return summarize([past_run(j) for j in reversed(jobs)], limits(rec))
+    # A sweep's time is each run's duration: its plan makes the jobs' limits from it.
+    per_run = data.get("sweep") is not None
+    return summarize([past_run(j) for j in reversed(jobs)], limits(rec, per_run))
 
 
 def applied(found: History | None, data: dict) -> tuple[str, ...]:
@@ -125,6 +128,7 @@ def applied(found: History | None, data: dict) -> tuple[str, ...]:
         return ()
     held = {
         "time_limit": lambda value: data.get("time_limit") == _minutes(value),
+        "hours": lambda value: data.get("hours") == float(value),
         "memory": lambda value: data.get("memory") == int(value.removesuffix("M")),
         "gpu_count": lambda value: data.get("gpu_count") == int(value),
     }

@@ -84,6 +84,11 @@ def runs_are_chains(script: str) -> bool:
     return bool(_REQUEUED.search(script))
 
 
+def runs_are_grouped(script: str) -> bool:
+    """Whether a sweep script runs several runs one after another in each job (SWEEP_RUNS)."""
+    return bool(RUNS_LINE.search(script))
+
+
 def requeue_lines(spec: ScriptSpec) -> list[str]:
     """At the very end of finish(): the run's next part, when this one saved on Slurm's warning.
     Requeued, the task starts again from the top with its own folders (about two minutes later:
