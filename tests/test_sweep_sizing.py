@@ -82,6 +82,9 @@ def test_an_arrays_report_sizes_each_run_by_its_longest(array_sweep):
 def test_the_page_the_api_and_the_next_run_say_the_same(user_client, client, secret, array_sweep):
     page = user_client.get(f"/jobs/{array_sweep.pk}/gpus/").content.decode()
     assert "0:15:00 per run instead of 1:00:00" in page
+    # Its time row says what the sum is, and what one task took of its own limit.
+    assert "its tasks added up; the longest task ran" in page
+    assert '<span class="nowrap">0:10:00 of 1:00:00</span>' in page
 
     answer = client.get(f"/api/v1/jobs/{array_sweep.pk}", headers=_auth(secret)).json()
     changes = [s["change"] for s in answer["efficiency"]["suggestions"]]

@@ -60,6 +60,9 @@ class JobFacts:
     # (a crash in the first minute is no reason to ask for 15 minutes next time).
     ended_early: bool = False
     gpu_energy_j: float | None = None  # its GPUs', from NVML's counter; None: unknown
+    # An array's: elapsed and time_limit add its tasks up, these are one task's.
+    longest_task_seconds: int | None = None
+    task_time_limit_seconds: int | None = None
     each_run: EachRun | None = None  # a sweep's runs: its time advice is theirs
 
 
@@ -127,6 +130,15 @@ class EfficiencyReport:
     @property
     def time_limit(self) -> str:
         return clock(self.facts.time_limit_seconds)
+
+    @property
+    def one_task(self) -> str:
+        """An array's longest task against each task's limit ("" for a job of one task), since
+        its elapsed time and limit add its tasks up."""
+        limit = self.facts.task_time_limit_seconds
+        if not limit or limit == self.facts.time_limit_seconds:
+            return ""
+        return f"{clock(self.facts.longest_task_seconds)} of {clock(limit)}"
 
     @property
     def cpu_time(self) -> str:

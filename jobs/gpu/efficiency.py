@@ -53,6 +53,8 @@ def _accounted(job: Job) -> JobFacts:
         out_of_memory=job.state == JobState.OUT_OF_MEMORY,
         ended_early=job.is_final and job.state not in (JobState.COMPLETED, JobState.TIMEOUT),
         gpu_energy_j=job.gpu_energy_j,
+        longest_task_seconds=job.longest_task_seconds,
+        task_time_limit_seconds=job.task_time_limit_seconds,
     )
 
 
