@@ -6,6 +6,8 @@ through jobs/cluster/remote.py) reads the stop line. A leaf module, so that none
 another's package.
 """
 
+import re
+
 # Empty in a composed or downloaded script; the start line itself tells its reader why.
 MONITORING_START = "# >>> GPU monitoring starts here (added by the portal when it submits) >>>"
 MONITORING_STOP = "# <<< GPU monitoring stops here <<<"
@@ -15,3 +17,11 @@ MONITORING_STOP = "# <<< GPU monitoring stops here <<<"
 # line as the job's message.
 STOP_MARK = "portal-stop:"
 STOP_STATUS = 66  # EX_NOINPUT
+
+# A chain: an array whose tasks run one at a time, each part resuming the last, so that the job's
+# work is its parts' times added up (a sweep's runs are told apart by their own lines first).
+_ONE_AT_A_TIME = re.compile(r"^#SBATCH --array=\S+%1$", re.MULTILINE)
+
+
+def one_task_at_a_time(script: str) -> bool:
+    return bool(_ONE_AT_A_TIME.search(script))

@@ -89,7 +89,7 @@ def job(request: HttpRequest, pk: int) -> HttpResponse:
     monitored = bool(obj.slurm_id) and is_monitored(obj.script)
     more = {"monitored": monitored, "can_start_sooner": obj.mine and can_start_sooner(obj)}
     more |= _rerun_links(obj) | _runs_context(request, obj)
-    return render(request, "jobs/job.html", ctx | _gpu_context(obj) | more)
+    return render(request, "jobs/job.html", ctx | _gpu_context(obj, more.get("runs")) | more)
 
 
 @login_required
@@ -260,11 +260,12 @@ def job_gpus(request: HttpRequest, pk: int) -> HttpResponse:
     return stop_polling(response) if request.htmx and obj.is_final else response
 
 
-def _gpu_context(obj: Job) -> dict:
+def _gpu_context(obj: Job, runs: listing.Runs | None = None) -> dict:
+    """The GPU panel; a finished sweep's report sizes each run's time from its runs (read here
+    unless the page has read them already)."""
     return {
         "job": obj,
-        # A finished sweep's report sizes each run's time from its runs.
-        "gpu": efficiency.gpu_panel(obj, listing.each_run(obj) if obj.is_final else None),
+        "gpu": efficiency.gpu_panel(obj, listing.each_run(obj, runs) if obj.is_final else None),
         # The program's check read the owner's files: theirs alone, as its output is.
         "program": program_check.panel(obj) if obj.mine else None,
         "sample_seconds": max(settings.SAMPLE_SECONDS, 2),
@@ -291,6 +292,10 @@ def job_next_run(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(composition)
     fields = apply_suggestions(composition.fields, suggestions)
     changes = ", ".join(s.change for s in suggestions)
+    if fields.get("time_limit") and "hours" in {s.field for s in suggestions}:
+        # A time limit set by hand would keep the job's time as it was: the duration now decides.
+        fields["time_limit"] = ""
+        changes += f", and no time limit set by hand (it was {composition.fields['time_limit']})"
     composed = compose(ComposeForm(fields))
     if composition.edited or composed is None or not composed.script:
         # The form decides, not us: it shows what needs the user's eye beside the field.

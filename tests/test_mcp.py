@@ -135,6 +135,7 @@ def test_a_read_only_token_may_not_compose_or_submit(live_server, alice, narval_
     assert not Plan.objects.exists() and not Job.objects.exists()
     # Its owner sees what a program tried with the token, on "What your tokens did".
     tried = TokenAction.objects.filter(owner=alice, via=Via.MCP).order_by("pk")
+    assert {action.client for action in tried} == {"test-agent 1.0"}  # its own name, as elsewhere
     assert [action.what for action in tried] == [
         "Refused the tool check_script: it needs a compose token",
         "Refused the tool submit: it needs a compose token",

@@ -76,7 +76,7 @@ def test_an_arrays_report_sizes_each_run_by_its_longest(array_sweep):
     # The sum (an hour of runs) would have asked 1:15:00 per run: longer than each was given.
     assert time.value == "0.25"
     assert time.change == "0:15:00 per run instead of 1:00:00"
-    assert "longest of its 6 runs took 0:10:00" in time.reason
+    assert "longest of its 6 completed runs took 0:10:00" in time.reason
 
 
 def test_the_page_the_api_and_the_next_run_say_the_same(user_client, client, secret, array_sweep):
@@ -103,6 +103,16 @@ def test_a_timed_out_run_asks_half_as_much_again_per_run(user, account, scripts)
     assert time.change == "1:30:00 per run instead of 1:00:00"
 
 
+def test_a_run_stopped_later_than_its_duration_asks_more_than_it_had(user, account, scripts):  # noqa: F811
+    # Half an hour a run, with each task's limit set by hand to an hour: the run that ran out had
+    # the hour, so half as much again is of the hour.
+    job = _finished_array(user, account, scripts["array"], [TEN_MINUTES] * 5 + [3600], "0.5")
+    job.tasks.filter(task_id="6").update(state=JobState.TIMEOUT)
+    (time,) = _hours(final_report(job, each_run(job)))
+    assert time.change == "1:30:00 per run instead of 0:30:00"
+    assert time.reason.startswith("A run ran out of time after 1:00:00")
+
+
 def test_a_grouped_sweep_that_ran_out_of_time_asks_more_per_run(user, account, scripts):  # noqa: F811
     # Six runs of six minutes each, one after another in one job: runs 1-3 took 10 minutes.
     job = _job(
@@ -122,6 +132,7 @@ def test_a_grouped_sweep_that_ran_out_of_time_asks_more_per_run(user, account, s
     # Half as much again as the longest run (15 min, a quarter hour), not as the whole job.
     assert time.value == "0.25"
     assert time.change == "0:15:00 per run instead of 0:06:00"
+    assert time.reason.startswith("Its job ran out of time before its runs were done")
 
 
 def test_a_sweep_of_chains_proposes_no_time(user, account, seeded):  # noqa: F811
@@ -217,7 +228,7 @@ def test_runs_that_failed_size_nothing(user, account, scripts):  # noqa: F811
     job = _finished_array(user, account, scripts["array"], [5] * 4 + [TEN_MINUTES] * 2)
     job.tasks.filter(task_id__in=["1", "2", "3", "4"]).update(state=JobState.FAILED, exit_code=1)
     (time,) = _hours(final_report(job, each_run(job)))
-    assert "longest of its 2 runs took 0:10:00" in time.reason
+    assert "longest of its 2 completed runs took 0:10:00" in time.reason
 
     job.tasks.update(state=JobState.FAILED, exit_code=1)
     assert _hours(final_report(job, each_run(job))) == []
@@ -292,3 +303,52 @@ def test_earlier_grouped_sweeps_size_no_time(user_client, user, account, scripts
     assert "Last 2 runs" in page
     assert 'data-field="hours"' not in page and 'data-field="time_limit"' not in page
     assert 'data-field="memory"' in page  # what the runs used still sizes the rest
+
+
+def test_an_array_that_is_no_sweep_is_sized_by_its_longest_task(user, account):  # noqa: F811
+    # Read from Slurm's accounting: no script, six tasks of 10 minutes, an hour each.
+    job = _job(
+        user,
+        account,
+        "",
+        state=JobState.COMPLETED,
+        elapsed_seconds=6 * TEN_MINUTES,
+        time_limit_seconds=6 * 3600,
+        longest_task_seconds=TEN_MINUTES,
+        task_time_limit_seconds=3600,
+    )
+    (time,) = _hours(final_report(job))
+    assert time.change == "--time=0:15:00 instead of 1:00:00"
+    job.state = JobState.TIMEOUT
+    job.longest_task_seconds = 3600
+    (time,) = _hours(final_report(job))
+    assert time.change == "--time=1:30:00 instead of 1:00:00"
+
+
+def test_a_chain_is_sized_on_its_parts_added_up(user, account):  # noqa: F811
+    # Its duration is the whole chain's: three parts of 3 h, of which the work took 4 h 10.
+    chain = "#!/bin/bash\n#SBATCH --array=1-3%1\n#SBATCH --time=03:00:00\npython train.py\n"
+    job = _job(
+        user,
+        account,
+        chain,
+        state=JobState.COMPLETED,
+        elapsed_seconds=3 * 3600 - 300 + 3600 + 600,
+        time_limit_seconds=9 * 3600,
+        longest_task_seconds=3 * 3600 - 300,
+        task_time_limit_seconds=3 * 3600,
+    )
+    (time,) = _hours(final_report(job))
+    assert time.change == "--time=5:30:00 instead of 9:00:00"
+
+
+def test_the_next_run_leaves_no_time_limit_set_by_hand(user_client, user, account, scripts):  # noqa: F811
+    # Each task's hour was set by hand over half-hour runs that took 10 minutes.
+    job = _finished_array(user, account, scripts["array"], [TEN_MINUTES] * 6, "0.5")
+    Composition.objects.filter(pk=job.composition_id).update(
+        fields=SWEEP | {"hours": "0.5", "time_limit": "1:00:00"}
+    )
+    response = user_client.post(f"/jobs/{job.pk}/next-run/", follow=True)
+    newest = Composition.objects.exclude(pk=job.composition_id).latest("pk")
+    assert (newest.fields["hours"], newest.fields["time_limit"]) == ("0.25", "")
+    assert "no time limit set by hand (it was 1:00:00)" in response.content.decode()

@@ -37,9 +37,10 @@ class EachRun:
     the sum of its tasks (six 10-minute runs are not one hour-long run)."""
 
     ended: int  # runs that completed, with a time
-    longest_seconds: int
+    longest_seconds: int  # of those, and of the runs stopped at the time limit
     given_seconds: int | None  # what each run was given: its duration as composed, else its limit
-    timed_out: bool = False  # a run was stopped at its time limit
+    timed_out: bool = False  # a run, or the job running runs in turn, hit its time limit
+    grouped: bool = False  # several runs one after another in each job
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class JobFacts:
     # An array's: elapsed and time_limit add its tasks up, these are one task's.
     longest_task_seconds: int | None = None
     task_time_limit_seconds: int | None = None
+    # Its tasks are the parts of one run, each resuming the last (a chain): the work is their sum.
+    chain: bool = False
     each_run: EachRun | None = None  # a sweep's runs: its time advice is theirs
 
 
@@ -135,8 +138,8 @@ class EfficiencyReport:
     def one_task(self) -> str:
         """An array's longest task against each task's limit ("" for a job of one task), since
         its elapsed time and limit add its tasks up."""
-        limit = self.facts.task_time_limit_seconds
-        if not limit or limit == self.facts.time_limit_seconds:
+        limit, longest = self.facts.task_time_limit_seconds, self.facts.longest_task_seconds
+        if not limit or longest is None or limit == self.facts.time_limit_seconds:
             return ""
         return f"{clock(self.facts.longest_task_seconds)} of {clock(limit)}"
 
@@ -281,10 +284,19 @@ _ONE_JOB = _Said(
 # The sweep's own field: each run's duration, from its longest run against what each was given.
 _EACH_RUN = _Said(
     change="{ask} per run instead of {had}",
-    out_of_time="A run ran out of its {had}: ask for half as much again per run, or save "
-    "checkpoints and let each run resume in a chain of shorter jobs.",
-    took="The longest of its {runs} runs took {took} of the {had} each run was given: {ask} "
-    "leaves a quarter more than it took, and shorter jobs are more likely to start sooner.",
+    out_of_time="A run ran out of time after {took}, with {had} asked for each run: ask for "
+    "half as much again per run, or save checkpoints and let each run resume in a chain of "
+    "shorter jobs.",
+    took="The longest of its {runs} completed runs took {took} of the {had} each run was "
+    "given: {ask} leaves a quarter more than it took, and shorter jobs are more likely to start "
+    "sooner.",
+)
+# Runs in turn in one job: the job's limit, made from each run's duration, was what ran out.
+_GROUPED_RUNS = _Said(
+    change=_EACH_RUN.change,
+    out_of_time="Its job ran out of time before its runs were done, with {had} asked for each "
+    "run: ask for half as much again per run, which makes each job's limit longer.",
+    took=_EACH_RUN.took,
 )
 
 
@@ -293,10 +305,16 @@ def _time(facts: JobFacts) -> Suggestion | None:
         if not (runs.ended or runs.timed_out):
             return None
         took, had, timed_out = runs.longest_seconds, runs.given_seconds, runs.timed_out
-        return _sized(took, had, timed_out, _EACH_RUN, runs.ended)
+        return _sized(
+            took, had, timed_out, _GROUPED_RUNS if runs.grouped else _EACH_RUN, runs.ended
+        )
     if not facts.elapsed_seconds or (facts.ended_early and not facts.timed_out):
         return None
     took, had = facts.elapsed_seconds, facts.time_limit_seconds
+    if facts.task_time_limit_seconds and not facts.chain:
+        # An array's tasks each had their own limit: the next one is sized on its longest task.
+        took = facts.longest_task_seconds if facts.longest_task_seconds is not None else took
+        had = facts.task_time_limit_seconds
     ran_out = facts.timed_out or (had is not None and took >= had)
     return _sized(took, had, ran_out, _ONE_JOB)
 

@@ -172,10 +172,13 @@ def _sort_out(runs: Sequence[PastRun]) -> tuple[tuple[PastRun, ...], tuple[LeftO
     ended = [r for r in runs if r.outcome not in _LEFT_OUT and r.elapsed_seconds is not None]
     left_out += [LeftOut(r.label, "Slurm has not said how long it ran") for r in runs
                  if r.outcome not in _LEFT_OUT and r.elapsed_seconds is None]  # fmt: skip
-    median = statistics.median(r.elapsed_seconds for r in ended) if ended else 0
+    # Against the runs whose time is one run's: a chain's part or a group is no measure of it.
+    sizing = [r.elapsed_seconds for r in ended if r.sizes_time]
+    median = statistics.median(sizing) if sizing else 0
     kept = []
     for run in ended:
-        if run.outcome == Outcome.COMPLETED and run.elapsed_seconds < median * SHORT_SHARE:
+        short = run.elapsed_seconds < median * SHORT_SHARE
+        if run.sizes_time and run.outcome == Outcome.COMPLETED and short:
             left_out.append(
                 LeftOut(
                     run.label,
@@ -220,7 +223,10 @@ def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggesti
         return None
     longest = max(kept, key=needed_minutes)
     wanted = needed_minutes(longest)
-    minutes = min(wanted, limits.max_minutes)
+    cap = limits.max_minutes
+    if limits.per_run and cap > 15:
+        cap -= cap % 15  # hours the form takes exactly, never rounded up past the limit
+    minutes = min(wanted, cap)
     ask = format_time(minutes * 60)
     if longest.outcome == Outcome.TIMED_OUT:
         why = (
@@ -237,7 +243,7 @@ def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggesti
             f", but {words(limits.max_minutes * 60)} is the most this partition allows: save "
             "checkpoints and resume in a chain of shorter jobs"
         )
-    asked = history.time_limit
+    asked = Spread.of([r.time_limit_seconds for r in kept])
     instead = f" instead of {format_time(asked.high)}" if asked else ""
     if limits.per_run:  # the sweep's duration of each run, in the composer's hours
         field, value, change = "hours", f"{minutes / 60:g}", f"{ask} per run{instead}"

@@ -12,6 +12,7 @@ from guidance.models import Cluster
 from jobs.compose import sweep_script
 from jobs.compose.from_form import Composed, with_reasons
 from jobs.models import Composition, Job, JobOrigin, JobState
+from jobs.script_markers import one_task_at_a_time
 
 # The most recent runs say most about the job as it is now; older ones were another version.
 RECENT = 20
@@ -87,8 +88,7 @@ def chained(script: str) -> bool:
     part runs until the checkpoint warning whatever the work needs."""
     if sweep_script.runs_in(script):
         return sweep_script.runs_are_chains(script)
-    array = sweep_script.ARRAY_LINE.search(script)
-    return bool(array) and array.group(1).endswith("%1")
+    return one_task_at_a_time(script)
 
 
 def limits(rec: Recommendation, per_run: bool = False) -> Limits:

@@ -26,6 +26,7 @@ from guidance.models import Cluster, Policy
 from jobs.gpu import chart
 from jobs.models import GpuDevice, GpuSample, Job, JobState
 from jobs.notify import record
+from jobs.script_markers import one_task_at_a_time
 
 
 def facts_of(job: Job, each_run: EachRun | None = None) -> JobFacts:
@@ -55,6 +56,7 @@ def _accounted(job: Job) -> JobFacts:
         gpu_energy_j=job.gpu_energy_j,
         longest_task_seconds=job.longest_task_seconds,
         task_time_limit_seconds=job.task_time_limit_seconds,
+        chain=one_task_at_a_time(job.script),
     )
 
 

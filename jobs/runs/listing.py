@@ -157,17 +157,21 @@ def each_run(job: Job, found: Runs | None = None) -> EachRun | None:
         for r in found.runs
         if r.outcome == Outcome.COMPLETED and r.elapsed_seconds is not None
     ]
+    # A run stopped at its limit had that long, whatever each run was asked to take.
+    stopped = [r.elapsed_seconds or 0 for r in found.runs if r.state in _OUT_OF_TIME]
     # A group stopped at its time limit may have stopped the very run that was writing its line.
-    timed_out = any(r.state == JobState.TIMEOUT for r in found.runs) or (
-        found.grouped and job.state == JobState.TIMEOUT
-    )
+    timed_out = bool(stopped) or (found.grouped and job.state in _OUT_OF_TIME)
     # Even with no run completed: so that nothing sizes the runs from their sum.
     return EachRun(
         ended=len(timed),
-        longest_seconds=max(timed, default=0),
+        longest_seconds=max(timed + stopped, default=0),
         given_seconds=_given_each_run(job, found),
         timed_out=timed_out,
+        grouped=found.grouped,
     )
+
+
+_OUT_OF_TIME = (JobState.TIMEOUT, JobState.DEADLINE)
 
 
 def _given_each_run(job: Job, found: Runs) -> int | None:
