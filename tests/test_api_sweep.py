@@ -54,11 +54,11 @@ def test_a_grid_is_an_array_of_six_runs_each_with_its_values(client, seeded, hea
 
 
 def test_values_with_spaces_and_quotes_reach_the_runs_as_they_are(client, seeded, headers):
-    tags = ["a b", "it's", '"quoted"', "$(whoami)"]
+    tags = ["a b", "it's", '"quoted"', "a,b", "$(whoami)"]
     response = _post(client, headers, sweep_grid={"tag": tags}, command="python train.py {tag}")
     script = response.json()["script"]
     assert [dict(run.values)["tag"] for run in sweep_script.runs_in(script)] == tags
-    last = re.search(r"^ +4\) .* JOB_COMMAND=(\S.*) ;;$", script, re.M)[1]
+    last = re.search(r"^ +5\) .* JOB_COMMAND=(\S.*) ;;$", script, re.M)[1]
     assert shlex.split(shlex.split(last)[0]) == ["python", "train.py", "$(whoami)"]
 
 

@@ -16,6 +16,8 @@ from guidance.engine.sweep import (
     SweepError,
     from_grid,
     from_lines,
+    grid_from_text,
+    grid_word,
     groups,
     plan,
     repeats,
@@ -155,3 +157,21 @@ def test_repeats_are_runs_of_their_own():
     assert sweep.command_for(sweep.runs[0]) == "python train.py --seed $RUN_NUMBER"
     with pytest.raises(SweepError, match="1,001 runs"):
         repeats(MAX_RUNS + 1, "x")
+
+
+# How people separate a grid's values: commas with or without spaces, or spaces alone.
+separators = st.sampled_from([",", ", ", " ", " , ", "  ", ",  "])
+
+
+@given(
+    st.lists(values.filter(lambda v: v.strip() and v.isprintable()), min_size=1, max_size=5),
+    separators,
+)
+@example(["0.1", "0.01", "0.001"], ",")  # lr = 0.1,0.01,0.001 is three runs, not one
+@example(["a,", "b"], " ")  # a comma inside quotes is the value's own
+def test_a_grid_line_gives_back_each_value_as_typed_whatever_separates_them(typed, separator):
+    def word(value: str) -> str:  # bare where it needs no quotes, as people type numbers
+        return value if re.fullmatch(r"[A-Za-z0-9._-]+", value) else grid_word(value)
+
+    grid = grid_from_text(f"lr = {separator.join(word(v) for v in typed)}")
+    assert grid == {"lr": typed}

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from guidance.engine.slurm_time import parse_seconds
-from guidance.engine.sweep import RESERVED
+from guidance.engine.sweep import RESERVED, grid_word
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sweep_script import runs_in, with_only
@@ -33,9 +33,7 @@ grids = st.dictionaries(
 
 
 def _grid_text(grid: dict[str, list[str]]) -> str:
-    return "\n".join(
-        f"{name} = {' '.join(shlex.quote(v) for v in vs)}" for name, vs in grid.items()
-    )
+    return "\n".join(f"{name} = {' '.join(grid_word(v) for v in vs)}" for name, vs in grid.items())
 
 
 @st.composite

@@ -117,11 +117,26 @@ def grid_from_text(text: str) -> dict[str, list[str]]:
         if name in grid:
             raise SweepError(f"{name} is given twice.")
         try:
-            words = shlex.split(rest)
+            grid[name] = _values_of(rest)
         except ValueError as error:
             raise SweepError(f"Line {number}: {error} (a quote is not closed).") from error
-        grid[name] = [w for word in words for w in [word.removesuffix(",")] if w]
     return grid
+
+
+def grid_word(value: str) -> str:
+    """`value` as grid_from_text reads it back: a shell word, quoted where it holds a comma."""
+    word = shlex.quote(value)
+    return f"'{word}'" if "," in word and not word.startswith("'") else word
+
+
+def _values_of(text: str) -> list[str]:
+    """Shell words separated by spaces or commas outside quotes: `0.1,0.01` is two values,
+    `'a, b'` one."""
+    words = shlex.shlex(text, posix=True)
+    words.whitespace += ","
+    words.whitespace_split = True
+    words.commenters = ""
+    return list(words)
 
 
 def repeats(count: int, command: str) -> Sweep:
