@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from guidance.engine.sweep import (
     MAX_RUNS,
+    RESERVED,
     SHORT_RUN_MINUTES,
     Grouping,
     SweepError,
@@ -23,7 +24,7 @@ from guidance.engine.sweep import (
     repeats,
 )
 
-names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n not in RESERVED)
 # Anything a user may type as a value: quotes, spaces, $(...), globs, unicode; no control chars.
 values = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30)
 grids = st.dictionaries(

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from guidance.engine.shell import variables_in
 from guidance.engine.slurm_time import parse_seconds
-from guidance.engine.sweep import RESERVED, grid_word
+from guidance.engine.sweep import RESERVED, SweepError, from_grid, grid_word
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sweep_script import runs_in, with_only
@@ -163,3 +164,52 @@ def test_every_run_of_a_sweep_is_its_own(seeded, data, failed):
     rerun = with_only(script, again)
     assert sorted(_selected(rerun)) == again
     assert runs_in(rerun) == runs_in(script)
+
+
+# What the script names for itself, outside the runs' lines and the command: an assignment, a
+# read ($NAME, ${NAME...}), a `local`, `export`, `for` or `read` of it.
+_NAMED = re.compile(
+    r"(?<![\w$-])([A-Za-z_]\w*)=|\$\{?([A-Za-z_]\w*)|\bfor ([A-Za-z_]\w*) in\b"
+    r"|\bread -r -a ([A-Za-z_]\w*)|\b(?:local|export)((?: +[A-Za-z_]\w*)+)"
+)
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=sweeps())
+def test_no_parameter_can_take_a_name_the_script_uses_for_itself(seeded, data):
+    form_data, grid = data
+    composed = compose(ComposeForm(form_data))
+    if composed is None:
+        return
+    spec = composed.spec
+    # The site's variables are read before any run sets its values: the program's to have.
+    paths = (spec.data_source, spec.results_dest, spec.checkpoint_root, spec.stage_root)
+    site = {name for path in paths for name in variables_in(path)}
+    site |= {name for name, _ in spec.site_variables}
+    named = set()
+    for line in composed.script.splitlines():
+        if re.match(r" {8}\d+\) RUN_NAME=|JOB_COMMAND=|\s*#", line):
+            continue
+        for found in _NAMED.finditer(line):
+            named.update(" ".join(filter(None, found.groups())).split())
+    for name in sorted(named - site - set(grid)):
+        with pytest.raises(SweepError, match="the job's own variable"):
+            from_grid({name: ["1"]}, "x")
+
+
+def test_no_parameter_can_take_a_name_bash_sets_itself():
+    """RANDOM or SECONDS would reach the program as bash's value, UID would stop the script."""
+    clean = subprocess.run(
+        ["env", "-i", "bash", "--norc", "--noprofile", "-c", "compgen -v"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for name in clean.stdout.split():
+        with pytest.raises(SweepError, match="the job's own variable"):
+            from_grid({name: ["1"]}, "x")

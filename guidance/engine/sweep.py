@@ -20,7 +20,7 @@ from enum import StrEnum
 from itertools import product
 
 from guidance.engine import sources
-from guidance.engine.shell import ALWAYS_SET, SLURM_JOB_VARIABLES, quote
+from guidance.engine.shell import ALWAYS_SET, BASH_OWN, SLURM_JOB_VARIABLES, quote
 from guidance.engine.sources import Source
 
 # Slurm's default MaxArraySize is 1001 (indices 0-1000); a sweep stays within it on any site.
@@ -44,9 +44,13 @@ RESERVED = frozenset(
     | {"SWEEP_DEST", "SWEEP_RUNS", "SWEEP_CHECKPOINTS", "ENV_DIR", "VENV", "REQUIREMENTS"}
     # The script's own shell variables, which a parameter of that name would overwrite.
     | {"status", "program", "usr1_pending", "other_nodes", "run", "rank", "run_started"}
-    | {"run_open", "run_status", "group", "runs", "line", "code", "job"}
-    # What the shell and every program rely on.
-    | {"SHELL", "PWD", "OLDPWD", "TMPDIR", "LANG", "TERM", "HOSTNAME", "LD_LIBRARY_PATH"}
+    | {"run_open", "run_status", "group", "runs", "line", "code", "job", "usr1_seen"}
+    | {"RUNS_HEADER", "CHAIN_PART"}
+    # What every program relies on, and the GPUs Slurm gave the job (another value would send
+    # the run to GPUs it does not hold, or to none).
+    | {"LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
+    | {"GPU_DEVICE_ORDINAL"}
+    | BASH_OWN
     | ALWAYS_SET
     | SLURM_JOB_VARIABLES
 )
@@ -220,7 +224,7 @@ def _check_names(names: tuple[str, ...]) -> None:
                 f"{name!r} is not a parameter name: use letters, digits and _, not starting "
                 "with a digit (it is exported to the run as a variable of that name)."
             )
-        if name in RESERVED or name.startswith(("SLURM_", "BASH")):
+        if name in RESERVED or name.startswith(("SLURM_", "SLURMD_", "BASH")):
             raise SweepError(f"{name} is the job's own variable: give the parameter another name.")
         if name in seen:
             raise SweepError(f"{name} is given twice.")
