@@ -18,8 +18,13 @@ from jobs.compose.script_spec import ScriptSpec
 RUNS_TABLE = "runs.tsv"
 # The columns after the parameters' own.
 OUTCOME_COLUMNS = ("exit_code", "elapsed_s", "job", "node")
+# A value as quote() writes it: bare, or in single quotes (and "'" for a quote), which may hold
+# line breaks (a command of several lines).
+QUOTED_WORD = r"""(?:'[^']*'|"'"|[^\s'"])+"""
 # `    7) RUN_NAME=run-007_lr-0.01 lr=0.01 JOB_COMMAND='...' ;;`: one run, as run_values reads it.
-_CASE = re.compile(r"^ {8}(\d+)\) RUN_NAME=(\S+) (.*) ;;$", re.MULTILINE)
+_CASE = re.compile(
+    rf"^ {{8}}(\d+)\) RUN_NAME=(\S+) ((?:[A-Za-z_]\w*={QUOTED_WORD} )+);;$", re.MULTILINE
+)
 ARRAY_LINE = re.compile(r"^#SBATCH --array=(\S+)$", re.MULTILINE)
 RUNS_LINE = re.compile(r'^SWEEP_RUNS="([\d ]*)"$', re.MULTILINE)
 
