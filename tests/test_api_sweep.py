@@ -106,6 +106,9 @@ def test_repeats_are_a_sweep_of_their_own(client, seeded, headers):
         ({"lr": []}, "lr has no values"),
         ({"lr": [""]}, "lr has an empty value"),
         ({"lr": ["0.1,"]}, "ends with a comma"),
+        # A line break the composer's text would split the value at, said as one.
+        ({"lr": ["a\u2028b"]}, "line break"),
+        ({"lr": ["a\x85b"]}, "line break"),
         ({"lr = 1": ["2"]}, "is not a parameter name"),
         ({"a": [str(i) for i in range(40)], "b": [str(i) for i in range(50)]}, "2,000 runs"),
     ],

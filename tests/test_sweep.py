@@ -25,8 +25,11 @@ from guidance.engine.sweep import (
 )
 
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n not in RESERVED)
-# Anything a user may type as a value: quotes, spaces, $(...), globs, unicode; no control chars.
-values = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30)
+# Anything a user may type as a value: quotes, spaces, $(...), globs, unicode; no control chars
+# or line breaks.
+values = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=30
+)
 grids = st.dictionaries(
     names, st.lists(values, min_size=1, max_size=4, unique=True), min_size=1, max_size=3
 )

@@ -236,7 +236,8 @@ def _check_value(name: str, value: str) -> None:
         raise SweepError(f'{name}\'s values are text: write {value!r} as "{value}".')
     if not value:
         raise SweepError(f"{name} has an empty value: give each value, or leave it out.")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    # Also the line breaks of unicode (U+2028...), which a text of lines splits at.
+    if any(ord(c) < 32 or ord(c) == 127 for c in value) or value.splitlines() != [value]:
         raise SweepError(f"{name}'s value {value!r} holds a control character or a line break.")
     if len(value) > MAX_VALUE_CHARS:
         raise SweepError(f"{name} has a value longer than {MAX_VALUE_CHARS} characters.")
