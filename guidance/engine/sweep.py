@@ -45,7 +45,7 @@ RESERVED = frozenset(
     # The script's own shell variables, which a parameter of that name would overwrite.
     | {"status", "program", "usr1_pending", "other_nodes", "run", "rank", "run_started"}
     | {"run_open", "run_status", "group", "runs", "line", "code", "job", "usr1_seen"}
-    | {"RUNS_HEADER", "CHAIN_PART"}
+    | {"RUNS_HEADER", "CHAIN_PART", "run_earlier"}
     # What every program relies on, and the GPUs Slurm gave the job (another value would send
     # the run to GPUs it does not hold, or to none).
     | {"LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}

@@ -106,17 +106,31 @@ def _record(spec: ScriptSpec) -> list[str]:
     copy = []
     if spec.copy_back:
         copy = [f"    {spec.copy_back.command} || true"]
+    earlier = []
+    if spec.chain_parts:
+        earlier = [
+            "    # A later part of a chained run: the time its earlier parts ran too, from the",
+            "    # line the last of them wrote (this task's own, not a first try's).",
+            '    if [ "${CHAIN_PART:-1}" -gt 1 ]; then',
+            "        run_earlier=$(awk -F '\\t' -v job=\"${job:-$SLURM_JOB_ID}\" "
+            "'$(NF - 1) == job { print $(NF - 2) }' \"$SWEEP_DEST/.runs/$RUN_NAME.tsv\" "
+            "2>/dev/null || true)",
+            "    fi",
+        ]
     return [
         "# The run's results back to its folder, then its line: each run writes its own file,",
         f"# and {RUNS_TABLE} is made again from them all, one writer at a time (flock, where",
         "# the file system takes locks), so that runs ending together lose no line.",
         "save_run() {",
         *copy,
-        "    local job line",
+        "    local job line" + (" run_earlier=0" if spec.chain_parts else ""),
         '    job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"',
+        *earlier,
         '    line=$(printf \'%s\\t\' "$RUN_NUMBER" "$RUN_NAME" '
         + (f"{own} " if own else "")
-        + '"$1" "$((SECONDS - run_started))" "${job:-$SLURM_JOB_ID}" '
+        + '"$1" "$((SECONDS - run_started'
+        + (" + ${run_earlier:-0}" if spec.chain_parts else "")
+        + '))" "${job:-$SLURM_JOB_ID}" '
         + '"${SLURMD_NODENAME:-$(hostname -s)}")',
         '    mkdir -p "$SWEEP_DEST/.runs"',
         '    printf \'%s\\n\' "${line%?}" > "$SWEEP_DEST/.runs/$RUN_NAME.tsv"',
