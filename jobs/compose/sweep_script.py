@@ -25,7 +25,11 @@ QUOTED_WORD = r"""(?:'[^']*'|"'"|[^\s'"])+"""
 _CASE = re.compile(
     rf"^ {{8}}(\d+)\) RUN_NAME=(\S+) ((?:[A-Za-z_]\w*={QUOTED_WORD} )+);;$", re.MULTILINE
 )
-ARRAY_LINE = re.compile(r"^#SBATCH --array=(\S+)$", re.MULTILINE)
+# The array's line, also as a hand edit may write it and sbatch reads it (--array 1-6, -a 1-6, a
+# space or a comment after it): a re-run replaces it whole.
+ARRAY_LINE = re.compile(
+    r"^#SBATCH[ \t]+(?:--array[= \t]|-a)[ \t]*([^\s#]+)[ \t]*(?:#.*)?$", re.MULTILINE
+)
 RUNS_LINE = re.compile(r'^SWEEP_RUNS="([\d ]*)"$', re.MULTILINE)
 
 
