@@ -16,9 +16,12 @@ from hypothesis import strategies as st
 from guidance.engine.shell import variables_in
 from guidance.engine.slurm_time import parse_seconds
 from guidance.engine.sweep import RESERVED, SweepError, from_grid, grid_word
+from guidance.facts import cluster_facts
+from guidance.models import Cluster
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sweep_script import runs_in, with_only
+from jobs.plans.making import _gpu_hours
 from tests.test_composer_invariants import FEDERATION_ENV
 
 EXAMPLES = max(1, int(os.environ.get("INVARIANT_EXAMPLES", "250")) // 5)
@@ -213,3 +216,28 @@ def test_no_parameter_can_take_a_name_bash_sets_itself():
     for name in clean.stdout.split():
         with pytest.raises(SweepError, match="the job's own variable"):
             from_grid({name: ["1"]}, "x")
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=sweeps(), failed=st.sets(st.integers(1, 27), min_size=1, max_size=5))
+def test_a_plan_of_a_sweep_script_costs_what_the_composer_says(seeded, data, failed):
+    """A program's plan of the script (jobs.plans) counts every job the sweep makes, as the
+    composer does; and a re-run's, only the runs it runs again."""
+    form_data, _ = data
+    composed = compose(ComposeForm(form_data))
+    if composed is None:
+        return
+    event("chained runs" if composed.spec.chain_parts else "one job a run or a group")
+    facts = cluster_facts(Cluster.objects.get(slug=form_data["cluster"]))
+    said = composed.recommendation.gpu_hours
+    assert _gpu_hours(composed.script, facts).total == pytest.approx(said.total, rel=1e-6)
+    again = sorted(n for n in failed if n <= len(composed.spec.sweep.runs)) or [1]
+    rerun = with_only(composed.script, again)
+    jobs = -(-len(again) // composed.spec.grouped_runs) if composed.spec.grouped_runs else 0
+    expected = said.per_job * said.parts * (jobs or len(again))
+    assert _gpu_hours(rerun, facts).total == pytest.approx(expected, rel=1e-6)

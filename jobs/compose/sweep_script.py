@@ -84,6 +84,10 @@ def values(spec: ScriptSpec, checkpoint_dir: str) -> list[str]:
     return lines
 
 
+# The last part of a chained run: requeue_lines' test, as from_script.sweep_jobs reads it.
+CHAIN_PARTS = re.compile(r'^    if .* \[ "\$CHAIN_PART" -lt (\d+) \]$', re.MULTILINE)
+
+
 def requeue_lines(spec: ScriptSpec) -> list[str]:
     """At the very end of finish(): the run's next part, when this one saved on Slurm's warning.
     Requeued, the task starts again from the top with its own folders (about two minutes later:
