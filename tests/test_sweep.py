@@ -170,12 +170,17 @@ separators = st.sampled_from([",", ", ", " ", " , ", "  ", ",  "])
 @given(
     st.lists(values.filter(lambda v: v.strip() and v.isprintable()), min_size=1, max_size=5),
     separators,
+    st.sampled_from(["", "  # the rates", " #", "\t# 3 values, then 2"]),
 )
-@example(["0.1", "0.01", "0.001"], ",")  # lr = 0.1,0.01,0.001 is three runs, not one
-@example(["a,", "b"], " ")  # a comma inside quotes is the value's own
-def test_a_grid_line_gives_back_each_value_as_typed_whatever_separates_them(typed, separator):
+@example(["0.1", "0.01", "0.001"], ",", "")  # lr = 0.1,0.01,0.001 is three runs, not one
+@example(["a,", "b"], " ", "")  # a comma inside quotes is the value's own
+@example(["0.1", "a#b", "#1"], " ", "  # the rates")  # a comment, as in a shell, after a space
+def test_a_grid_line_gives_back_each_value_as_typed_whatever_separates_them(
+    typed, separator, comment
+):
     def word(value: str) -> str:  # bare where it needs no quotes, as people type numbers
-        return value if re.fullmatch(r"[A-Za-z0-9._-]+", value) else grid_word(value)
+        bare = re.fullmatch(r"[A-Za-z0-9._-][A-Za-z0-9._#-]*", value)  # a # inside a word
+        return value if bare else grid_word(value)
 
-    grid = grid_from_text(f"lr = {separator.join(word(v) for v in typed)}")
+    grid = grid_from_text(f"lr = {separator.join(word(v) for v in typed)}{comment}")
     assert grid == {"lr": typed}

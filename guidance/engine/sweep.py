@@ -135,12 +135,32 @@ def grid_word(value: str) -> str:
 
 def _values_of(text: str) -> list[str]:
     """Shell words separated by spaces or commas outside quotes: `0.1,0.01` is two values,
-    `'a, b'` one."""
-    words = shlex.shlex(text, posix=True)
+    `'a, b'` one; a # that starts a word starts a comment, as in a shell."""
+    words = shlex.shlex(_without_comment(text), posix=True)
     words.whitespace += ","
     words.whitespace_split = True
     words.commenters = ""
     return list(words)
+
+
+def _without_comment(text: str) -> str:
+    """The text up to a # that starts a word outside quotes (`lr = 1 2  # the rates`); a # in
+    a word (a#b), quoted or escaped is the value's own."""
+    quote, at, start = "", 0, True
+    while at < len(text):
+        char = text[at]
+        if char == "\\" and quote != "'":
+            at, start = at + 2, False
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and start:
+            return text[:at]
+        start = not quote and char in " \t,"
+        at += 1
+    return text
 
 
 def repeats(count: int, command: str) -> Sweep:
