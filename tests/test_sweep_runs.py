@@ -17,7 +17,7 @@ from jobs.cluster import tracking
 from jobs.cluster.remote import RUNS_CAP, RUNS_PROBE, Snapshot
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
-from jobs.compose.sweep_script import with_only
+from jobs.compose.sweep_script import runs_in, with_only
 from jobs.models import GpuDevice, Job, JobState, JobTask, RunsTable
 from jobs.runs import reading
 from jobs.runs.table import array_numbers, lines_of, results_folder
@@ -420,6 +420,17 @@ def test_only_the_jobs_own_lines_are_its_runs():
 )
 def test_the_array_line_gives_the_runs(line, numbers):
     assert array_numbers(f"#SBATCH --array={line}\n") == numbers
+
+
+def test_a_hand_edited_runs_line_is_read_as_bash_reads_it():
+    edited = (
+        "        1) RUN_NAME=run-001 lr=\"0.1 x\"  tag=a\\ b JOB_COMMAND='train ' ;;  \n"
+        "        2) RUN_NAME=run-002 lr=2 tag='it'\"'\"'s' JOB_COMMAND='cd /x\ntrain' ;;\n"
+    )
+    assert [(run.number, run.folder, run.values) for run in runs_in(edited)] == [
+        (1, "run-001", (("lr", "0.1 x"), ("tag", "a b"))),
+        (2, "run-002", (("lr", "2"), ("tag", "it's"))),
+    ]
 
 
 # An edited script's array line, in forms sbatch reads as the portal's own (the dev cluster's

@@ -38,7 +38,9 @@ CARRIED = frozenset(
 )
 SHOWN_LINES = 3  # of the shell lines left out, by name; the rest are counted
 # A portal sweep's command as the user wrote it, placeholders and all (its runs' are in `case`).
-SWEEP_COMMAND = re.compile(rf"^JOB_COMMAND=({sweep_script.QUOTED_WORD})$", re.MULTILINE)
+SWEEP_COMMAND = re.compile(
+    rf"^JOB_COMMAND=({sweep_script.QUOTED_WORD})[ \t]*(?:#.*)?$", re.MULTILINE
+)
 # The runs each job of a grouped sweep runs in turn: its loop's `(group - 1) * N`.
 GROUP_SIZE = re.compile(r"\(group - 1\) \* (\d+)")
 

@@ -18,12 +18,13 @@ from jobs.compose.script_spec import ScriptSpec
 RUNS_TABLE = "runs.tsv"
 # The columns after the parameters' own.
 OUTCOME_COLUMNS = ("exit_code", "elapsed_s", "job", "node")
-# A value as quote() writes it: bare, or in single quotes (and "'" for a quote), which may hold
-# line breaks (a command of several lines).
-QUOTED_WORD = r"""(?:'[^']*'|"'"|[^\s'"])+"""
+# One shell word, as quote() writes it (bare, in single quotes, "'" for a quote) or a hand edit
+# may (in double quotes, a backslash): its quotes may hold line breaks (a command of several).
+QUOTED_WORD = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\])+"""
 # `    7) RUN_NAME=run-007_lr-0.01 lr=0.01 JOB_COMMAND='...' ;;`: one run, as run_values reads it.
 _CASE = re.compile(
-    rf"^ {{8}}(\d+)\) RUN_NAME=(\S+) ((?:[A-Za-z_]\w*={QUOTED_WORD} )+);;$", re.MULTILINE
+    rf"^ {{8}}(\d+)\) RUN_NAME=(\S+)[ \t]+((?:[A-Za-z_]\w*={QUOTED_WORD}[ \t]+)+);;[ \t]*$",
+    re.MULTILINE,
 )
 # The array's line, also as a hand edit may write it and sbatch reads it (--array 1-6, -a 1-6, a
 # space or a comment after it): a re-run replaces it whole.
