@@ -357,7 +357,17 @@ class Job(models.Model):
     )
     cpus = models.PositiveIntegerField(null=True, blank=True, help_text="CPUs allocated.")
     elapsed_seconds = models.PositiveIntegerField(null=True, blank=True)
-    time_limit_seconds = models.PositiveIntegerField(null=True, blank=True)
+    time_limit_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Of an array, the started tasks' limits added up."
+    )
+    # One allocation's figures: an array's tasks each run within their own limit, so the next
+    # run's time is sized on its longest task, never on the tasks' sum.
+    longest_task_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The longest task's elapsed time (the job's own, alone)."
+    )
+    task_time_limit_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Each task's time limit (the job's own, alone)."
+    )
     cpu_seconds = models.FloatField(null=True, blank=True, help_text="TotalCPU: user + system.")
     max_rss_mb = models.FloatField(null=True, blank=True)
     requested_memory_mb = models.FloatField(null=True, blank=True)

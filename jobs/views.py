@@ -263,7 +263,8 @@ def job_gpus(request: HttpRequest, pk: int) -> HttpResponse:
 def _gpu_context(obj: Job) -> dict:
     return {
         "job": obj,
-        "gpu": efficiency.gpu_panel(obj),
+        # A finished sweep's report sizes each run's time from its runs.
+        "gpu": efficiency.gpu_panel(obj, listing.each_run(obj) if obj.is_final else None),
         # The program's check read the owner's files: theirs alone, as its output is.
         "program": program_check.panel(obj) if obj.mine else None,
         "sample_seconds": max(settings.SAMPLE_SECONDS, 2),
@@ -284,7 +285,7 @@ def job_next_run(request: HttpRequest, pk: int) -> HttpResponse:
             "composed here): apply the suggestions in the composer yourself.",
         )
         return redirect(obj)
-    suggestions = efficiency.job_report(obj).suggestions
+    suggestions = efficiency.job_report(obj, listing.each_run(obj)).suggestions
     if not suggestions:
         messages.info(request, "The report suggests no change: submit the same composition again.")
         return redirect(composition)

@@ -27,6 +27,8 @@ from guidance import models
 from jobs.cluster.free_gpus_views import cluster_gpus
 from jobs.compose import where
 from jobs.compose.forms import ComposeForm
+from jobs.models import Via
+from jobs.plans import actions
 from portal import api_check, api_check_code, api_jobs, api_plans
 from portal.api_auth import COMPOSE, READ, SUBMIT, OutOfScope
 from portal.api_planning import InvalidInput, composed_script, plan_job
@@ -157,6 +159,9 @@ def over_rate() -> str:
 
 @api.exception_handler(OutOfScope)
 def _out_of_scope(request: HttpRequest, exc: OutOfScope) -> HttpResponse:
+    client = request.headers.get("User-Agent", "")
+    what = f"{request.method} {request.path}"
+    actions.refused(exc.token, Via.API, client, what, Scope(exc.needed).value)
     return api.create_response(request, {"detail": out_of_scope(exc)}, status=403)
 
 

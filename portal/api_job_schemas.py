@@ -354,8 +354,17 @@ def sweep_runs(job: Job, context: dict) -> listing.Runs | None:
 class JobDetailOut(JobOut):
     signal: int | None
     cpus: int | None
-    elapsed_seconds: int | None
-    time_limit_seconds: int | None
+    elapsed_seconds: int | None = Field(description="Of an array, its tasks' times added up.")
+    time_limit_seconds: int | None = Field(
+        description="Of an array, the started tasks' time limits added up."
+    )
+    longest_task_seconds: int | None = Field(
+        description="An array's longest task (the job's own time, alone): what sizes the next "
+        "run's time limit."
+    )
+    task_time_limit_seconds: int | None = Field(
+        description="Each task's time limit (the job's own, alone)."
+    )
     gpu_hours_used: float | None = Field(description="GPUs x elapsed, so far while it runs.")
     gpu_hours_requested: float | None = Field(description="GPUs x the time limit.")
     gpu_energy_kwh: float | None = Field(
@@ -419,8 +428,10 @@ class JobDetailOut(JobOut):
         return list(job.reruns.values_list("pk", flat=True))
 
     @staticmethod
-    def resolve_efficiency(job: Job) -> dict[str, Any] | None:
-        return efficiency_out(efficiency.final_report(job))
+    def resolve_efficiency(job: Job, context: dict) -> dict[str, Any] | None:
+        found = sweep_runs(job, context) if job.is_final else None
+        each_run = listing.each_run(job, found) if found else None
+        return efficiency_out(efficiency.final_report(job, each_run))
 
 
 class OutputOut(Schema):

@@ -199,8 +199,9 @@ class SweepOut(Schema):
 
 class ProposedOut(Schema):
     field: str = Field(
-        description="The composer's field it sets (time_limit, memory or gpu_count), as the "
-        "composer's 'Set by hand' and POST /script take it."
+        description="The composer's field it sets (time_limit, memory or gpu_count; for a "
+        "sweep, hours: each run's duration, from which its plan makes each job's time limit), as "
+        "the composer's 'Set by hand' and POST /script take it."
     )
     value: str
     change: str

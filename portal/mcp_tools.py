@@ -111,6 +111,11 @@ async def _validate_first(ctx: Any, call_next: Any) -> Any:
         if name in _NEEDS:
             token: ApiToken = current_request.get().auth
             if not token.allows(_NEEDS[name]):
+                client = current_request.get().headers.get("User-Agent", "")
+                tried = f"the tool {name}"
+                await sync_to_async(actions.refused)(
+                    token, Via.MCP, client, tried, _NEEDS[name].value
+                )
                 return _refusal(api.out_of_scope(OutOfScope(token, _NEEDS[name])))
         if (schema := _SCHEMAS.get(name)) is not None:
             try:

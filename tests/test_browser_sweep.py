@@ -103,3 +103,9 @@ def test_a_grid_sweep_is_composed_submitted_and_followed_run_by_run(page, result
     for n, (lr, seed) in enumerate(VALUES, start=1):
         out = f"~/{results}/run-{n:03d}_lr-{lr}_seed-{seed}/out.txt"
         assert devcluster.ssh(f"cat {out}").stdout == f"lr={lr} seed={seed}\n", out
+    # sacct's six tasks each had their own limit: the report sizes the next sweep per run (each
+    # took seconds of its half hour), never from the six tasks' times added up.
+    assert job.task_time_limit_seconds * 6 == job.time_limit_seconds, job.time_limit_seconds
+    assert job.longest_task_seconds <= min(60, job.elapsed_seconds), job.longest_task_seconds
+    page.reload()
+    page.wait_for_selector("text=0:15:00 per run instead of 0:30:00", timeout=10_000)

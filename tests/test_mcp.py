@@ -133,6 +133,13 @@ def test_a_read_only_token_may_not_compose_or_submit(live_server, alice, narval_
         assert result.is_error
         assert "The token “agent-read” is read-only" in text(result)
     assert not Plan.objects.exists() and not Job.objects.exists()
+    # Its owner sees what a program tried with the token, on "What your tokens did".
+    tried = TokenAction.objects.filter(owner=alice, via=Via.MCP).order_by("pk")
+    assert [action.what for action in tried] == [
+        "Refused the tool check_script: it needs a compose token",
+        "Refused the tool submit: it needs a compose token",
+        "Refused the tool cancel: it needs a submit token",
+    ]
 
 
 def test_a_compose_token_checks_and_plans_and_its_plan_waits(live_server, alice, narval_login):

@@ -204,8 +204,7 @@ CASES = [
     *(Case(site, "large-folder", chain=True, paths="variables") for site in ("narval", "local")),
     # Sweeps: a 6-run grid as an array, 12 short runs in one job, and two that fail and run again.
     *(Case(site, sweep=sweep) for site in PROFILES for sweep in ("array", "grouped")),
-    *(Case(site, sweep="fail") for site in ("narval", "local")),
-    Case("processing", sweep="grouped-fail"),
+    *(Case(site, sweep=sweep) for site in PROFILES for sweep in ("fail", "grouped-fail")),
     *(Case(site, "large-folder", chain=True, sweep="chain") for site in PROFILES),
 ]
 

@@ -76,6 +76,10 @@ def test_a_compose_token_cannot_submit_even_a_good_job(client, seeded, user):
     assert response.status_code == 403
     assert "may compose and check, not submit" in response.json()["detail"]
     assert not Job.objects.exists()
+    # The refusal is in the owner's record of what the token did, and on its page.
+    client.force_login(user)
+    page = client.get("/settings/tokens/actions/").content.decode()
+    assert "Refused POST /api/v1/jobs: it needs a submit token" in page
 
 
 def test_the_openapi_schema_names_the_refusal(seeded):

@@ -53,6 +53,7 @@ def test_it_saves_what_a_finished_job_was_given_and_used(account):
     assert memory.state == JobState.COMPLETED
     assert (memory.partition, memory.gpus, memory.gpu_type, memory.cpus) == ("gpu-a100", 0, "", 1)
     assert (memory.elapsed_seconds, memory.time_limit_seconds) == (41, 120)
+    assert (memory.longest_task_seconds, memory.task_time_limit_seconds) == (41, 120)
     assert memory.cpu_seconds == pytest.approx(0.275)
     assert memory.max_rss_mb == pytest.approx(316688 / 1024)  # from its batch step
     assert memory.requested_memory_mb == 1024
@@ -82,6 +83,7 @@ def test_a_chain_adds_up_its_parts_times_and_keeps_the_largest_peak(account):
     assert chain.tasks.count() == 3
     assert chain.elapsed_seconds == 12  # 3 parts of 4 s
     assert chain.time_limit_seconds == 3 * 600  # each part may take 10 minutes
+    assert (chain.longest_task_seconds, chain.task_time_limit_seconds) == (4, 600)  # one part's
     assert chain.cpu_seconds == pytest.approx(0.003 + 0.003 + 0.002)
     assert chain.max_rss_mb == pytest.approx(8)  # the second part's 8192K
     assert (chain.partition, chain.cpus, chain.gpus) == ("gpu-a100", 1, 0)

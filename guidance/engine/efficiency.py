@@ -32,6 +32,17 @@ OUT_OF_MEMORY_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
+class EachRun:
+    """A sweep's runs, whose duration is asked per run: its time advice is per run, never from
+    the sum of its tasks (six 10-minute runs are not one hour-long run)."""
+
+    ended: int  # runs that completed, with a time
+    longest_seconds: int
+    given_seconds: int | None  # what each run was given: its duration as composed, else its limit
+    timed_out: bool = False  # a run was stopped at its time limit
+
+
+@dataclass(frozen=True)
 class JobFacts:
     """What Slurm accounted for a finished job (sacct)."""
 
@@ -45,7 +56,14 @@ class JobFacts:
     gpu_type: str = ""
     timed_out: bool = False
     out_of_memory: bool = False
+    # Failed, cancelled or killed for its memory: its time says nothing of what the work needs
+    # (a crash in the first minute is no reason to ask for 15 minutes next time).
+    ended_early: bool = False
     gpu_energy_j: float | None = None  # its GPUs', from NVML's counter; None: unknown
+    # An array's: elapsed and time_limit add its tasks up, these are one task's.
+    longest_task_seconds: int | None = None
+    task_time_limit_seconds: int | None = None
+    each_run: EachRun | None = None  # a sweep's runs: its time advice is theirs
 
 
 @dataclass(frozen=True)
@@ -112,6 +130,15 @@ class EfficiencyReport:
     @property
     def time_limit(self) -> str:
         return clock(self.facts.time_limit_seconds)
+
+    @property
+    def one_task(self) -> str:
+        """An array's longest task against each task's limit ("" for a job of one task), since
+        its elapsed time and limit add its tasks up."""
+        limit = self.facts.task_time_limit_seconds
+        if not limit or limit == self.facts.time_limit_seconds:
+            return ""
+        return f"{clock(self.facts.longest_task_seconds)} of {clock(limit)}"
 
     @property
     def cpu_time(self) -> str:
@@ -235,31 +262,65 @@ def _memory(facts: JobFacts) -> Suggestion | None:
     )
 
 
+@dataclass(frozen=True)
+class _Said:
+    """How a time suggestion is worded: for one job, or for each run of a sweep."""
+
+    change: str
+    out_of_time: str
+    took: str
+
+
+_ONE_JOB = _Said(
+    change="--time={ask} instead of {had}",
+    out_of_time="It ran out of time after {had}: ask for half as much again, or save "
+    "checkpoints and resume in a chain of shorter jobs.",
+    took="It ran {took} of the {had} it asked for: {ask} leaves a quarter more than it took, "
+    "and shorter jobs are more likely to start sooner.",
+)
+# The sweep's own field: each run's duration, from its longest run against what each was given.
+_EACH_RUN = _Said(
+    change="{ask} per run instead of {had}",
+    out_of_time="A run ran out of its {had}: ask for half as much again per run, or save "
+    "checkpoints and let each run resume in a chain of shorter jobs.",
+    took="The longest of its {runs} runs took {took} of the {had} each run was given: {ask} "
+    "leaves a quarter more than it took, and shorter jobs are more likely to start sooner.",
+)
+
+
 def _time(facts: JobFacts) -> Suggestion | None:
-    elapsed, limit = facts.elapsed_seconds, facts.time_limit_seconds
-    if not elapsed or not limit:
+    if (runs := facts.each_run) is not None:
+        if not (runs.ended or runs.timed_out):
+            return None
+        took, had, timed_out = runs.longest_seconds, runs.given_seconds, runs.timed_out
+        return _sized(took, had, timed_out, _EACH_RUN, runs.ended)
+    if not facts.elapsed_seconds or (facts.ended_early and not facts.timed_out):
         return None
-    if facts.timed_out or elapsed >= limit:
-        minutes = suggested_minutes(limit, TIMEOUT_FACTOR)
-        return Suggestion(
-            "hours",
-            f"{minutes / 60:g}",
-            f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
-            f"It ran out of time after {format_time(limit)}: ask for half as much again, "
-            "or save checkpoints and resume in a chain of shorter jobs.",
-            sources.LONG_RUNNING,
-        )
-    minutes = suggested_minutes(elapsed)
-    if minutes * 60 > limit * 0.8:
-        return None  # close enough: not worth a change
+    took, had = facts.elapsed_seconds, facts.time_limit_seconds
+    ran_out = facts.timed_out or (had is not None and took >= had)
+    return _sized(took, had, ran_out, _ONE_JOB)
+
+
+def _sized(took: int, had: int | None, timed_out: bool, said: _Said, runs=1) -> Suggestion | None:
+    """Half as much again after running out of time, else a quarter more than it took when that
+    is well under what it had."""
+    if not had:
+        return None
+    if timed_out:
+        minutes = suggested_minutes(max(had, took), TIMEOUT_FACTOR)
+        reason, source = said.out_of_time, sources.LONG_RUNNING
+    else:
+        minutes = suggested_minutes(took)
+        if minutes * 60 > had * 0.8:
+            return None  # close enough: not worth a change
+        reason, source = said.took, sources.CHECKPOINT_CHAIN
+    words = {"ask": format_time(minutes * 60), "had": format_time(had), "took": format_time(took)}
     return Suggestion(
         "hours",
         f"{minutes / 60:g}",
-        f"--time={format_time(minutes * 60)} instead of {format_time(limit)}",
-        f"It ran {format_time(elapsed)} of the {format_time(limit)} it asked for: "
-        f"{format_time(minutes * 60)} leaves a quarter more than it took, and shorter jobs are "
-        "more likely to start sooner.",
-        sources.CHECKPOINT_CHAIN,
+        said.change.format(**words),
+        reason.format(runs=runs, **words),
+        source,
     )
 
 

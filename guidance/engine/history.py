@@ -72,6 +72,9 @@ class PastRun:
     gpus: int | None = None
     gpu_busy_percent: float | None = None  # the GPUs' mean use over the run
     gpu_memory_peak_mb: float | None = None  # the fullest card's peak
+    # False where its time is not one run of the work, so no time is proposed from it: a chain's
+    # part runs until the checkpoint warning, a grouped sweep's job runs several runs in turn.
+    sizes_time: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class Limits:
     """The most this job may ask for where it would run: None where it is not known."""
 
     max_minutes: int
+    # The job is a sweep: the time proposed is each run's duration (the composer's `hours`),
+    # from which the sweep's plan makes each job's time limit.
+    per_run: bool = False
     memory_mb: int | None = None
     gpus: int | None = None
     target_percent: float = 90  # the cluster's GPU use target (its policy)
@@ -209,6 +215,9 @@ def needed_minutes(run: PastRun) -> int:
 
 
 def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggestion | None:
+    kept = [run for run in kept if run.sizes_time]
+    if len(kept) < MIN_RUNS:
+        return None
     longest = max(kept, key=needed_minutes)
     wanted = needed_minutes(longest)
     minutes = min(wanted, limits.max_minutes)
@@ -220,7 +229,7 @@ def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggesti
         )
     else:
         why = (
-            f"the longest of {len(kept)} runs took {words(history.elapsed.high)}: "
+            f"the longest of {len(kept)} runs took {words(longest.elapsed_seconds)}: "
             f"{words(minutes * 60)} leaves a quarter more than it took"
         )
     if minutes < wanted:
@@ -229,8 +238,12 @@ def _time(kept: Sequence[PastRun], history: History, limits: Limits) -> Suggesti
             "checkpoints and resume in a chain of shorter jobs"
         )
     asked = history.time_limit
-    change = f"--time={ask}" + (f" instead of {format_time(asked.high)}" if asked else "")
-    return Suggestion("time_limit", ask, change, _sentence(why), sources.CHECKPOINT_CHAIN)
+    instead = f" instead of {format_time(asked.high)}" if asked else ""
+    if limits.per_run:  # the sweep's duration of each run, in the composer's hours
+        field, value, change = "hours", f"{minutes / 60:g}", f"{ask} per run{instead}"
+    else:
+        field, value, change = "time_limit", ask, f"--time={ask}{instead}"
+    return Suggestion(field, value, change, _sentence(why), sources.CHECKPOINT_CHAIN)
 
 
 def _needed_memory_mb(run: PastRun) -> float | None:
@@ -307,6 +320,8 @@ def _with_headline(history: History, proposal: tuple[Suggestion, ...], limits: L
 def _asked(s: Suggestion) -> str:
     if s.field == "time_limit":
         return words(parse_seconds(s.value))
+    if s.field == "hours":
+        return f"{words(float(s.value) * 3600)} per run"
     if s.field == "memory":
         return gb(float(s.value.removesuffix("M")))
     return f"{s.value} GPU{'s' if s.value != '1' else ''}"

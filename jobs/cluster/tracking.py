@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 UPDATED_FIELDS = [
     "state", "reason", "expected_start", "exit_code", "signal", "elapsed", "started", "ended",
     "nodes", "partition", "gpu_type", "gpus", "cpus", "elapsed_seconds", "time_limit_seconds",
+    "longest_task_seconds", "task_time_limit_seconds",
     "cpu_seconds", "max_rss_mb", "requested_memory_mb",
 ]  # fmt: skip
 
@@ -238,13 +239,16 @@ def _account(job: Job, parts: list[AccountedJob]) -> None:
         job.cpus = max((p.cpus for p in allocated if p.cpus is not None), default=job.cpus)
     if all(p.elapsed is not None for p in parts):
         job.elapsed_seconds = _seconds(sum((p.elapsed for p in parts), timedelta()))
+        job.longest_task_seconds = _seconds(max(p.elapsed for p in parts))
     started = [p for p in parts if p.start is not None]
     if started:
         limits = [p.time_limit for p in started]
         unlimited = any(limit is None for limit in limits)
         job.time_limit_seconds = None if unlimited else _seconds(sum(limits, timedelta()))
+        job.task_time_limit_seconds = None if unlimited else _seconds(max(limits))
     else:
         job.time_limit_seconds = _seconds(parts[0].time_limit)
+        job.task_time_limit_seconds = job.time_limit_seconds
     if all(p.total_cpu is not None for p in parts):
         job.cpu_seconds = sum(p.total_cpu.total_seconds() for p in parts)
     job.max_rss_mb = max(

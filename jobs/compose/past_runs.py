@@ -9,6 +9,7 @@ from guidance.engine import Recommendation
 from guidance.engine.history import History, Limits, Outcome, PastRun, summarize
 from guidance.engine.slurm_time import parse_seconds
 from guidance.models import Cluster
+from jobs.compose import sweep_script
 from jobs.compose.from_form import Composed, with_reasons
 from jobs.models import Composition, Job, JobOrigin, JobState
 
@@ -63,11 +64,14 @@ def past_run(job: Job) -> PastRun:
         outcome = _OUTCOMES.get(JobState(job.state), Outcome.FAILED)
     else:
         outcome = Outcome.RUNNING
+    # One allocation's figures: an array's tasks each had their own limit (older rows lack them).
+    longest = job.longest_task_seconds
     return PastRun(
         label=f"job {job.slurm_id or job.pk}",
         outcome=outcome,
-        elapsed_seconds=job.elapsed_seconds,
-        time_limit_seconds=job.time_limit_seconds,
+        elapsed_seconds=longest if longest is not None else job.elapsed_seconds,
+        time_limit_seconds=job.task_time_limit_seconds or job.time_limit_seconds,
+        sizes_time=not (chained(job.script) or sweep_script.runs_are_grouped(job.script)),
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,
         cpu_seconds=job.cpu_seconds,
@@ -78,12 +82,22 @@ def past_run(job: Job) -> PastRun:
     )
 
 
-def limits(rec: Recommendation) -> Limits:
+def chained(script: str) -> bool:
+    """Whether the job's parts resume one another (a chain, or a sweep of chains), so that a
+    part runs until the checkpoint warning whatever the work needs."""
+    if sweep_script.runs_in(script):
+        return sweep_script.runs_are_chains(script)
+    array = sweep_script.ARRAY_LINE.search(script)
+    return bool(array) and array.group(1).endswith("%1")
+
+
+def limits(rec: Recommendation, per_run: bool = False) -> Limits:
     """What the partition the engine chose allows; GPUs are per node times the nodes asked."""
     partition = rec.choice.partition
     nodes = rec.resources.nodes.value
     return Limits(
         max_minutes=int(partition.max_hours * 60),
+        per_run=per_run,
         memory_mb=partition.memory_per_node_mb or None,
         gpus=partition.gpus_per_node * nodes or None,
         target_percent=rec.cluster.policy.utilization_target_percent,
@@ -102,7 +116,9 @@ def history(
     )
     if not jobs:
         return None
-    return summarize([past_run(j) for j in reversed(jobs)], limits(rec))
+    # A sweep's time is each run's duration: its plan makes the jobs' limits from it.
+    per_run = data.get("sweep") is not None
+    return summarize([past_run(j) for j in reversed(jobs)], limits(rec, per_run))
 
 
 def applied(found: History | None, data: dict) -> tuple[str, ...]:
@@ -112,6 +128,7 @@ def applied(found: History | None, data: dict) -> tuple[str, ...]:
         return ()
     held = {
         "time_limit": lambda value: data.get("time_limit") == _minutes(value),
+        "hours": lambda value: data.get("hours") == float(value),
         "memory": lambda value: data.get("memory") == int(value.removesuffix("M")),
         "gpu_count": lambda value: data.get("gpu_count") == int(value),
     }

@@ -85,6 +85,20 @@ def values(spec: ScriptSpec, checkpoint_dir: str) -> list[str]:
     return lines
 
 
+_REQUEUED = re.compile(r"^#SBATCH --requeue$", re.MULTILINE)
+
+
+def runs_are_chains(script: str) -> bool:
+    """Whether a sweep script's runs are chains: each run's task requeues itself for its next
+    part (the header requeue_lines goes with)."""
+    return bool(_REQUEUED.search(script))
+
+
+def runs_are_grouped(script: str) -> bool:
+    """Whether a sweep script runs several runs one after another in each job (SWEEP_RUNS)."""
+    return bool(RUNS_LINE.search(script))
+
+
 # The last part of a chained run: requeue_lines' test, as from_script.sweep_jobs reads it.
 CHAIN_PARTS = re.compile(r'^    if .* \[ "\$CHAIN_PART" -lt (\d+) \]$', re.MULTILINE)
 

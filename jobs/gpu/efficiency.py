@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from guidance import engine
 from guidance.engine.efficiency import (
+    EachRun,
     EfficiencyReport,
     JobFacts,
     Usage,
@@ -27,8 +28,9 @@ from jobs.models import GpuDevice, GpuSample, Job, JobState
 from jobs.notify import record
 
 
-def facts_of(job: Job) -> JobFacts:
-    facts = _accounted(job)
+def facts_of(job: Job, each_run: EachRun | None = None) -> JobFacts:
+    """The report's facts; a sweep's runs (jobs.runs.listing.each_run) size its time per run."""
+    facts = replace(_accounted(job), each_run=each_run)
     return facts if facts.gpu_type else replace(facts, gpu_type=_composed_gpu_type(job))
 
 
@@ -49,7 +51,10 @@ def _accounted(job: Job) -> JobFacts:
         gpu_type=job.gpu_type,
         timed_out=job.state == JobState.TIMEOUT,
         out_of_memory=job.state == JobState.OUT_OF_MEMORY,
+        ended_early=job.is_final and job.state not in (JobState.COMPLETED, JobState.TIMEOUT),
         gpu_energy_j=job.gpu_energy_j,
+        longest_task_seconds=job.longest_task_seconds,
+        task_time_limit_seconds=job.task_time_limit_seconds,
     )
 
 
@@ -162,27 +167,27 @@ def _cluster_facts(job: Job) -> engine.Cluster:
     return cluster_facts(Cluster.objects.with_facts().get(pk=job.account.cluster_id))
 
 
-def job_report(job: Job) -> EfficiencyReport:
+def job_report(job: Job, each_run: EachRun | None = None) -> EfficiencyReport:
     """The efficiency report of a job, final or not, from what is stored so far."""
     cluster = _cluster_facts(job)
     uses = gpu_uses(job, cluster.policy.utilization_target_percent)
-    return report(facts_of(job), uses, cluster)
+    return report(facts_of(job, each_run), uses, cluster)
 
 
-def final_report(job: Job) -> EfficiencyReport | None:
+def final_report(job: Job, each_run: EachRun | None = None) -> EfficiencyReport | None:
     """The report the job page shows: once the job is final, with something to report."""
     if not job.is_final:
         return None
     cluster = _cluster_facts(job)
     uses = gpu_uses(job, cluster.policy.utilization_target_percent)
-    return report(facts_of(job), uses, cluster) if _reportable(job, uses) else None
+    return report(facts_of(job, each_run), uses, cluster) if _reportable(job, uses) else None
 
 
 def _reportable(job: Job, uses: Sequence[GpuUse]) -> bool:
     return bool(job.is_final and (job.elapsed_seconds or uses))
 
 
-def gpu_panel(job: Job) -> GpuPanel:
+def gpu_panel(job: Job, each_run: EachRun | None = None) -> GpuPanel:
     cluster = _cluster_facts(job)
     target = cluster.policy.utilization_target_percent
     uses = gpu_uses(job, target)
@@ -207,7 +212,7 @@ def gpu_panel(job: Job) -> GpuPanel:
         chart=usage_chart(job, uses),
         notes=notes,
         warming_up=bool(job.started and not job.is_final and ran < settings.GPU_WARMUP_SECONDS),
-        report=report(facts_of(job), uses, cluster) if _reportable(job, uses) else None,
+        report=report(facts_of(job, each_run), uses, cluster) if _reportable(job, uses) else None,
         totals=usage(job),
     )
 

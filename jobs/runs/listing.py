@@ -10,7 +10,7 @@ from enum import StrEnum
 from django.db.models import Avg
 from django.utils import timezone
 
-from guidance.engine.efficiency import clock
+from guidance.engine.efficiency import EachRun, clock
 from jobs.compose import sweep_script
 from jobs.models import WAITING_STATES, GpuDevice, Job, JobState, JobTask, RunsTable
 from jobs.runs.table import TableLine, array_numbers, grouped_runs, lines_of
@@ -140,6 +140,46 @@ def runs_of(job: Job) -> Runs | None:
     )
     _sum_up(found, _gpus_per_run(job))
     return found
+
+
+def each_run(job: Job, found: Runs | None = None) -> EachRun | None:
+    """A finished sweep's runs as its time advice reads them (each run's duration, not the sum
+    of its tasks); None for a job that is no sweep."""
+    found = found if found is not None else runs_of(job)
+    if found is None:
+        return None
+    if sweep_script.runs_are_chains(job.script):
+        # Each run is a chain of parts: a task's time is one part's, so it sizes nothing.
+        return EachRun(ended=0, longest_seconds=0, given_seconds=None)
+    # Runs that completed: a failed run may have stopped before doing its work.
+    timed = [
+        r.elapsed_seconds
+        for r in found.runs
+        if r.outcome == Outcome.COMPLETED and r.elapsed_seconds is not None
+    ]
+    # A group stopped at its time limit may have stopped the very run that was writing its line.
+    timed_out = any(r.state == JobState.TIMEOUT for r in found.runs) or (
+        found.grouped and job.state == JobState.TIMEOUT
+    )
+    # Even with no run completed: so that nothing sizes the runs from their sum.
+    return EachRun(
+        ended=len(timed),
+        longest_seconds=max(timed, default=0),
+        given_seconds=_given_each_run(job, found),
+        timed_out=timed_out,
+    )
+
+
+def _given_each_run(job: Job, found: Runs) -> int | None:
+    """What each run was given: its duration as composed (the field the advice changes), else an
+    array task's time limit; a group's limit serves several runs and says nothing of one."""
+    hours = job.composition.fields.get("hours") if job.composition else None
+    try:
+        if hours and float(hours) > 0:
+            return round(float(hours) * 3600)
+    except (TypeError, ValueError):
+        pass  # not a number: the composition was saved by hand; the script's limit then
+    return None if found.grouped else job.task_time_limit_seconds
 
 
 def _arrayed(
