@@ -568,7 +568,7 @@ class ScriptIn(JobIn):
         grid, runs = fields.pop("sweep_grid"), fields.pop("sweep_runs")
         if grid:
             data["sweep_grid"] = "\n".join(
-                f"{name} = {' '.join(shlex.quote(v) for v in values)}"
+                f"{name} = {' '.join(sweep.grid_word(v) for v in values)}"
                 for name, values in grid.items()
             )
         if runs:

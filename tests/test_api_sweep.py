@@ -54,11 +54,11 @@ def test_a_grid_is_an_array_of_six_runs_each_with_its_values(client, seeded, hea
 
 
 def test_values_with_spaces_and_quotes_reach_the_runs_as_they_are(client, seeded, headers):
-    tags = ["a b", "it's", '"quoted"', "$(whoami)"]
+    tags = ["a b", "it's", '"quoted"', "a,b", "$(whoami)"]
     response = _post(client, headers, sweep_grid={"tag": tags}, command="python train.py {tag}")
     script = response.json()["script"]
     assert [dict(run.values)["tag"] for run in sweep_script.runs_in(script)] == tags
-    last = re.search(r"^ +4\) .* JOB_COMMAND=(\S.*) ;;$", script, re.M)[1]
+    last = re.search(r"^ +5\) .* JOB_COMMAND=(\S.*) ;;$", script, re.M)[1]
     assert shlex.split(shlex.split(last)[0]) == ["python", "train.py", "$(whoami)"]
 
 
@@ -106,6 +106,9 @@ def test_repeats_are_a_sweep_of_their_own(client, seeded, headers):
         ({"lr": []}, "lr has no values"),
         ({"lr": [""]}, "lr has an empty value"),
         ({"lr": ["0.1,"]}, "ends with a comma"),
+        # A line break the composer's text would split the value at, said as one.
+        ({"lr": ["a\u2028b"]}, "line break"),
+        ({"lr": ["a\x85b"]}, "line break"),
         ({"lr = 1": ["2"]}, "is not a parameter name"),
         ({"a": [str(i) for i in range(40)], "b": [str(i) for i in range(50)]}, "2,000 runs"),
     ],

@@ -3,10 +3,12 @@ the advice and script stay, Enter updates the advice, a template keeps the clust
 Run:ai cluster's form asks only what applies to it."""
 
 import io
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
+from jobs.compose import sweep_script
 from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the module-wide Chromium)
 
 
@@ -127,3 +129,18 @@ def test_values_typed_for_a_slurm_cluster_do_not_hold_back_a_run_ai_clusters_adv
     page.select_option("select[name=cluster]", "narval")
     page.locator("#errors-time_limit .errorlist").wait_for()
     assert page.input_value("input[name=time_limit]") == "99-00:00:00"
+
+
+def test_a_command_of_several_lines_is_downloaded_as_typed(page):
+    """The browser posts a textarea's line breaks as CRLF: the command keeps its lines, and a
+    sweep's runs are read back from the script."""
+    _describe(page)
+    page.fill("textarea[name=command]", 'cd "$HOME"\npython train.py --lr {lr}')
+    page.fill("textarea[name=sweep_grid]", "lr = 0.1 0.01")
+    page.wait_for_function("document.getElementById('script-text').value.includes('run-002')")
+    with page.expect_download() as download:
+        page.click("button[name=download]")
+    script = Path(download.value.path()).read_text()
+    assert "\r" not in script
+    runs = sweep_script.runs_in(script)
+    assert [dict(run.values) for run in runs] == [{"lr": "0.1"}, {"lr": "0.01"}]

@@ -136,11 +136,15 @@ def _reopened(script: str) -> dict:
         # Short runs, more than one job's time holds: an array of jobs, each running its share.
         {"hours": "0.45", "runs_at_once": "1", "sweep_grid": f"lr = {' '.join(HUNDRED)}\nseed = 7"},
         {"sweep_grid": "", "sweep_runs": "tag='a b' lr=1 seed=1\ntag=\"it's\" seed=2 lr=2"},
+        # A command of several lines: each run's line in the script spans them.
+        {"command": 'cd "$STAGE_DIR"\npython train.py --lr {lr} --seed {seed}'},
     ],
 )
 def test_a_sweep_script_opened_in_the_composer_brings_its_runs_back(user_client, seeded, changes):
     data = SWEEP | changes | {"download": "1"}
     script = user_client.post("/jobs/new/", data).content.decode()
+    sweep = sweep_script.runs_in(script)
+    assert len(sweep) == 6 if "sweep_grid" not in changes else len(sweep) in (2, 100)
     values = _reopened(script)
     assert "sweep_grid" not in values  # the runs come back as lines, whatever made them
     assert values["command"] == data["command"]

@@ -545,6 +545,10 @@ def _print_table(rendered, ids: dict[str, str], rows: dict[str, tuple[str, str]]
         print(f"{name:<{width}}  {job_id:>6}  {expected:<9}  {state:<10}  {exit_code}")
 
 
+# How long the first part of a sweep's chained run works before Slurm's warning.
+FIRST_PART_SECONDS = 10
+
+
 def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
     """scancel each "cancel" case once its program has written its results, on every node, and
     send USR1 to each "usr1" case's batch shell (as --signal=B: does) while it builds its
@@ -563,7 +567,9 @@ def _interrupt(devcluster, rendered, ids: dict[str, str], run: str) -> None:
         for name, number, folder in sorted(warned):
             case = rendered[name][0]
             results = _real(SITES[case.site], _form(case, run, "")["results_dir"])
-            if list((results / folder).glob("probe-1-*.json")):
+            first = list((results / folder).glob("probe-1-*.json"))
+            # Once the first part has run a while: long enough to count in the run's time.
+            if first and time.time() - first[0].stat().st_mtime >= FIRST_PART_SECONDS:
                 signal = devcluster.ssh(f"scancel --batch --signal=USR1 {ids[name]}_{number}")
                 assert signal.returncode == 0, signal.stderr
                 warned.discard((name, number, folder))
@@ -790,6 +796,7 @@ def _check_runs(ran: Ran, sweep, failing: set, digest: str, devcluster, again=fr
         checkpoints = ran.checkpoints / run.folder if own else folder / "checkpoints"
         if ran.case.chain:  # run.json is the second part's: it found only the run's own first
             _check_chained_run(found, folder, checkpoints, digest)
+            _check_chained_time(ran, run.number, int(line[3 + len(names)]), devcluster)
             continue
         # No other run's checkpoint or result was there when it started: only its own save
         # from its failed first try, when it is run again.
@@ -821,6 +828,17 @@ def _check_chained_run(
     assert second["resumed_from"] == "part 1"
     assert second["last_checkpoint"] == str(checkpoints / "part-1.ckpt")
     assert list(folder.glob("usr1-*")), "the first part did not hear Slurm's warning"
+
+
+def _check_chained_time(ran: Ran, number: int, elapsed: int, devcluster) -> None:
+    """A chained run's time in runs.tsv is all its parts', as sacct counts each (to the second,
+    and less the few lines before the run starts)."""
+    answer = devcluster.ssh(
+        f"sacct -n -P -X --duplicates -o ElapsedRaw -j {ran.job_id}_{number}", timeout=60
+    )
+    parts = [int(seconds) for seconds in answer.stdout.split()]
+    assert len(parts) == 2 and max(parts) >= FIRST_PART_SECONDS, answer.stdout
+    assert sum(parts) - 2 * len(parts) <= elapsed <= sum(parts), (elapsed, parts)
 
 
 def _rerun_failed(ran: Ran, sweep, failing: set, digest: str, devcluster) -> None:

@@ -11,19 +11,25 @@ from hypothesis import strategies as st
 
 from guidance.engine.sweep import (
     MAX_RUNS,
+    RESERVED,
     SHORT_RUN_MINUTES,
     Grouping,
     SweepError,
     from_grid,
     from_lines,
+    grid_from_text,
+    grid_word,
     groups,
     plan,
     repeats,
 )
 
-names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
-# Anything a user may type as a value: quotes, spaces, $(...), globs, unicode; no control chars.
-values = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30)
+names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n not in RESERVED)
+# Anything a user may type as a value: quotes, spaces, $(...), globs, unicode; no control chars
+# or line breaks.
+values = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=30
+)
 grids = st.dictionaries(
     names, st.lists(values, min_size=1, max_size=4, unique=True), min_size=1, max_size=3
 )
@@ -155,3 +161,26 @@ def test_repeats_are_runs_of_their_own():
     assert sweep.command_for(sweep.runs[0]) == "python train.py --seed $RUN_NUMBER"
     with pytest.raises(SweepError, match="1,001 runs"):
         repeats(MAX_RUNS + 1, "x")
+
+
+# How people separate a grid's values: commas with or without spaces, or spaces alone.
+separators = st.sampled_from([",", ", ", " ", " , ", "  ", ",  "])
+
+
+@given(
+    st.lists(values.filter(lambda v: v.strip() and v.isprintable()), min_size=1, max_size=5),
+    separators,
+    st.sampled_from(["", "  # the rates", " #", "\t# 3 values, then 2"]),
+)
+@example(["0.1", "0.01", "0.001"], ",", "")  # lr = 0.1,0.01,0.001 is three runs, not one
+@example(["a,", "b"], " ", "")  # a comma inside quotes is the value's own
+@example(["0.1", "a#b", "#1"], " ", "  # the rates")  # a comment, as in a shell, after a space
+def test_a_grid_line_gives_back_each_value_as_typed_whatever_separates_them(
+    typed, separator, comment
+):
+    def word(value: str) -> str:  # bare where it needs no quotes, as people type numbers
+        bare = re.fullmatch(r"[A-Za-z0-9._-][A-Za-z0-9._#-]*", value)  # a # inside a word
+        return value if bare else grid_word(value)
+
+    grid = grid_from_text(f"lr = {separator.join(word(v) for v in typed)}{comment}")
+    assert grid == {"lr": typed}

@@ -13,11 +13,15 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from guidance.engine.shell import variables_in
 from guidance.engine.slurm_time import parse_seconds
-from guidance.engine.sweep import RESERVED
+from guidance.engine.sweep import RESERVED, SweepError, from_grid, grid_word
+from guidance.facts import cluster_facts
+from guidance.models import Cluster
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
 from jobs.compose.sweep_script import runs_in, with_only
+from jobs.plans.making import _gpu_hours
 from tests.test_composer_invariants import FEDERATION_ENV
 
 EXAMPLES = max(1, int(os.environ.get("INVARIANT_EXAMPLES", "250")) // 5)
@@ -33,9 +37,7 @@ grids = st.dictionaries(
 
 
 def _grid_text(grid: dict[str, list[str]]) -> str:
-    return "\n".join(
-        f"{name} = {' '.join(shlex.quote(v) for v in vs)}" for name, vs in grid.items()
-    )
+    return "\n".join(f"{name} = {' '.join(grid_word(v) for v in vs)}" for name, vs in grid.items())
 
 
 @st.composite
@@ -165,3 +167,77 @@ def test_every_run_of_a_sweep_is_its_own(seeded, data, failed):
     rerun = with_only(script, again)
     assert sorted(_selected(rerun)) == again
     assert runs_in(rerun) == runs_in(script)
+
+
+# What the script names for itself, outside the runs' lines and the command: an assignment, a
+# read ($NAME, ${NAME...}), a `local`, `export`, `for` or `read` of it.
+_NAMED = re.compile(
+    r"(?<![\w$-])([A-Za-z_]\w*)=|\$\{?([A-Za-z_]\w*)|\bfor ([A-Za-z_]\w*) in\b"
+    r"|\bread -r -a ([A-Za-z_]\w*)|\b(?:local|export)((?: +[A-Za-z_]\w*)+)"
+)
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=sweeps())
+def test_no_parameter_can_take_a_name_the_script_uses_for_itself(seeded, data):
+    form_data, grid = data
+    composed = compose(ComposeForm(form_data))
+    if composed is None:
+        return
+    spec = composed.spec
+    # The site's variables are read before any run sets its values: the program's to have.
+    paths = (spec.data_source, spec.results_dest, spec.checkpoint_root, spec.stage_root)
+    site = {name for path in paths for name in variables_in(path)}
+    site |= {name for name, _ in spec.site_variables}
+    named = set()
+    for line in composed.script.splitlines():
+        if re.match(r" {8}\d+\) RUN_NAME=|JOB_COMMAND=|\s*#", line):
+            continue
+        for found in _NAMED.finditer(line):
+            named.update(" ".join(filter(None, found.groups())).split())
+    for name in sorted(named - site - set(grid)):
+        with pytest.raises(SweepError, match="the job's own variable"):
+            from_grid({name: ["1"]}, "x")
+
+
+def test_no_parameter_can_take_a_name_bash_sets_itself():
+    """RANDOM or SECONDS would reach the program as bash's value, UID would stop the script."""
+    clean = subprocess.run(
+        ["env", "-i", "bash", "--norc", "--noprofile", "-c", "compgen -v"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for name in clean.stdout.split():
+        with pytest.raises(SweepError, match="the job's own variable"):
+            from_grid({name: ["1"]}, "x")
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=sweeps(), failed=st.sets(st.integers(1, 27), min_size=1, max_size=5))
+def test_a_plan_of_a_sweep_script_costs_what_the_composer_says(seeded, data, failed):
+    """A program's plan of the script (jobs.plans) counts every job the sweep makes, as the
+    composer does; and a re-run's, only the runs it runs again."""
+    form_data, _ = data
+    composed = compose(ComposeForm(form_data))
+    if composed is None:
+        return
+    event("chained runs" if composed.spec.chain_parts else "one job a run or a group")
+    facts = cluster_facts(Cluster.objects.get(slug=form_data["cluster"]))
+    said = composed.recommendation.gpu_hours
+    assert _gpu_hours(composed.script, facts).total == pytest.approx(said.total, rel=1e-6)
+    again = sorted(n for n in failed if n <= len(composed.spec.sweep.runs)) or [1]
+    rerun = with_only(composed.script, again)
+    jobs = -(-len(again) // composed.spec.grouped_runs) if composed.spec.grouped_runs else 0
+    expected = said.per_job * said.parts * (jobs or len(again))
+    assert _gpu_hours(rerun, facts).total == pytest.approx(expected, rel=1e-6)

@@ -17,6 +17,7 @@ from jobs.cluster import tracking
 from jobs.cluster.remote import RUNS_CAP, RUNS_PROBE, Snapshot
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
+from jobs.compose.sweep_script import runs_in, with_only
 from jobs.models import GpuDevice, Job, JobState, JobTask, RunsTable
 from jobs.runs import reading
 from jobs.runs.table import array_numbers, lines_of, results_folder
@@ -419,6 +420,40 @@ def test_only_the_jobs_own_lines_are_its_runs():
 )
 def test_the_array_line_gives_the_runs(line, numbers):
     assert array_numbers(f"#SBATCH --array={line}\n") == numbers
+
+
+def test_a_hand_edited_runs_line_is_read_as_bash_reads_it():
+    edited = (
+        "        1) RUN_NAME=run-001 lr=\"0.1 x\"  tag=a\\ b JOB_COMMAND='train ' ;;  \n"
+        "        2) RUN_NAME=run-002 lr=2 tag='it'\"'\"'s' JOB_COMMAND='cd /x\ntrain' ;;\n"
+    )
+    assert [(run.number, run.folder, run.values) for run in runs_in(edited)] == [
+        (1, "run-001", (("lr", "0.1 x"), ("tag", "a b"))),
+        (2, "run-002", (("lr", "2"), ("tag", "it's"))),
+    ]
+
+
+# An edited script's array line, in forms sbatch reads as the portal's own (the dev cluster's
+# sbatch made three tasks of each): re-run failed runs still runs only the failed ones.
+@pytest.mark.parametrize(
+    ("edited", "cap"),
+    [
+        ("#SBATCH --array=1-6 ", ""),
+        ("#SBATCH --array 1-6", ""),
+        ("#SBATCH -a 1-6", ""),
+        ("#SBATCH --array=1-6%2\t", "%2"),
+        ("#SBATCH --array=1-6 # six runs", ""),
+    ],
+)
+def test_an_edited_array_line_still_re_runs_only_the_failed_runs(scripts, edited, cap):
+    script = scripts["array"].replace("#SBATCH --array=1-6\n", f"{edited}\n")
+    assert array_numbers(script) == [1, 2, 3, 4, 5, 6]
+    again = with_only(script, [2, 5])
+    arrays = [
+        line for line in again.splitlines() if line.startswith(("#SBATCH --array", "#SBATCH -a"))
+    ]
+    assert arrays == [f"#SBATCH --array=2,5{cap}"]
+    assert array_numbers(again) == [2, 5]
 
 
 # --- The API ---------------------------------------------------------------------------------

@@ -16,6 +16,17 @@ HOME_START = re.compile(r"~(?=/|$)")
 
 # Always set in a Slurm job: a path may name them without a check.
 ALWAYS_SET = frozenset({"HOME", "USER"})
+# Bash's own: what it sets itself (`compgen -v` in a clean shell), some read-only (UID), some
+# its own value whatever is assigned (RANDOM, SECONDS, _); and what changes how it runs a script
+# when set (GLOBIGNORE hides files from a glob, FUNCNEST limits functions, POSIXLY_CORRECT...).
+BASH_OWN = frozenset(
+    {"BASHOPTS", "BASHPID", "COMP_WORDBREAKS", "DIRSTACK", "EPOCHREALTIME", "EPOCHSECONDS"}
+    | {"EUID", "GROUPS", "HISTCMD", "HOSTNAME", "HOSTTYPE", "IFS", "LINENO", "MACHTYPE"}
+    | {"OPTERR", "OPTIND", "OSTYPE", "PATH", "PPID", "PS4", "PWD", "RANDOM", "SECONDS"}
+    | {"SHELL", "SHELLOPTS", "SHLVL", "SRANDOM", "TERM", "UID", "_", "OPTARG", "REPLY"}
+    | {"FUNCNAME", "PIPESTATUS", "COPROC", "MAPFILE", "CDPATH", "GLOBIGNORE", "EXECIGNORE"}
+    | {"FUNCNEST", "POSIXLY_CORRECT", "TMOUT", "TIMEFORMAT", "ENV", "OLDPWD", "TMPDIR"}
+)
 # Slurm's own, set in every job (the array's in every task of an array): a path may name them.
 SLURM_JOB_VARIABLES = frozenset(
     {

@@ -20,7 +20,7 @@ from enum import StrEnum
 from itertools import product
 
 from guidance.engine import sources
-from guidance.engine.shell import ALWAYS_SET, SLURM_JOB_VARIABLES, quote
+from guidance.engine.shell import ALWAYS_SET, BASH_OWN, SLURM_JOB_VARIABLES, quote
 from guidance.engine.sources import Source
 
 # Slurm's default MaxArraySize is 1001 (indices 0-1000); a sweep stays within it on any site.
@@ -44,9 +44,13 @@ RESERVED = frozenset(
     | {"SWEEP_DEST", "SWEEP_RUNS", "SWEEP_CHECKPOINTS", "ENV_DIR", "VENV", "REQUIREMENTS"}
     # The script's own shell variables, which a parameter of that name would overwrite.
     | {"status", "program", "usr1_pending", "other_nodes", "run", "rank", "run_started"}
-    | {"run_open", "run_status", "group", "runs", "line", "code", "job"}
-    # What the shell and every program rely on.
-    | {"SHELL", "PWD", "OLDPWD", "TMPDIR", "LANG", "TERM", "HOSTNAME", "LD_LIBRARY_PATH"}
+    | {"run_open", "run_status", "group", "runs", "line", "code", "job", "usr1_seen"}
+    | {"RUNS_HEADER", "CHAIN_PART", "run_earlier"}
+    # What every program relies on, and the GPUs Slurm gave the job (another value would send
+    # the run to GPUs it does not hold, or to none).
+    | {"LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
+    | {"GPU_DEVICE_ORDINAL"}
+    | BASH_OWN
     | ALWAYS_SET
     | SLURM_JOB_VARIABLES
 )
@@ -117,11 +121,46 @@ def grid_from_text(text: str) -> dict[str, list[str]]:
         if name in grid:
             raise SweepError(f"{name} is given twice.")
         try:
-            words = shlex.split(rest)
+            grid[name] = _values_of(rest)
         except ValueError as error:
             raise SweepError(f"Line {number}: {error} (a quote is not closed).") from error
-        grid[name] = [w for word in words for w in [word.removesuffix(",")] if w]
     return grid
+
+
+def grid_word(value: str) -> str:
+    """`value` as grid_from_text reads it back: a shell word, quoted where it holds a comma."""
+    word = shlex.quote(value)
+    return f"'{word}'" if "," in word and not word.startswith("'") else word
+
+
+def _values_of(text: str) -> list[str]:
+    """Shell words separated by spaces or commas outside quotes: `0.1,0.01` is two values,
+    `'a, b'` one; a # that starts a word starts a comment, as in a shell."""
+    words = shlex.shlex(_without_comment(text), posix=True)
+    words.whitespace += ","
+    words.whitespace_split = True
+    words.commenters = ""
+    return list(words)
+
+
+def _without_comment(text: str) -> str:
+    """The text up to a # that starts a word outside quotes (`lr = 1 2  # the rates`); a # in
+    a word (a#b), quoted or escaped is the value's own."""
+    quote, at, start = "", 0, True
+    while at < len(text):
+        char = text[at]
+        if char == "\\" and quote != "'":
+            at, start = at + 2, False
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and start:
+            return text[:at]
+        start = not quote and char in " \t,"
+        at += 1
+    return text
 
 
 def repeats(count: int, command: str) -> Sweep:
@@ -205,7 +244,7 @@ def _check_names(names: tuple[str, ...]) -> None:
                 f"{name!r} is not a parameter name: use letters, digits and _, not starting "
                 "with a digit (it is exported to the run as a variable of that name)."
             )
-        if name in RESERVED or name.startswith(("SLURM_", "BASH")):
+        if name in RESERVED or name.startswith(("SLURM_", "SLURMD_", "BASH")):
             raise SweepError(f"{name} is the job's own variable: give the parameter another name.")
         if name in seen:
             raise SweepError(f"{name} is given twice.")
@@ -217,7 +256,8 @@ def _check_value(name: str, value: str) -> None:
         raise SweepError(f'{name}\'s values are text: write {value!r} as "{value}".')
     if not value:
         raise SweepError(f"{name} has an empty value: give each value, or leave it out.")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    # Also the line breaks of unicode (U+2028...), which a text of lines splits at.
+    if any(ord(c) < 32 or ord(c) == 127 for c in value) or value.splitlines() != [value]:
         raise SweepError(f"{name}'s value {value!r} holds a control character or a line break.")
     if len(value) > MAX_VALUE_CHARS:
         raise SweepError(f"{name} has a value longer than {MAX_VALUE_CHARS} characters.")

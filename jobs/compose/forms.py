@@ -302,6 +302,10 @@ class ComposeForm(AdviceForm):
             ],
         )  # fmt: skip
 
+    def clean_command(self) -> str:
+        # A browser posts a textarea's line breaks as CRLF; a script's lines end in LF only.
+        return self.cleaned_data["command"].replace("\r\n", "\n")
+
     def clean_time_limit(self) -> int | None:
         text = self.cleaned_data["time_limit"].strip()
         if not text:

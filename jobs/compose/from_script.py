@@ -38,7 +38,9 @@ CARRIED = frozenset(
 )
 SHOWN_LINES = 3  # of the shell lines left out, by name; the rest are counted
 # A portal sweep's command as the user wrote it, placeholders and all (its runs' are in `case`).
-SWEEP_COMMAND = re.compile(r"^JOB_COMMAND=(.*)$", re.MULTILINE)
+SWEEP_COMMAND = re.compile(
+    rf"^JOB_COMMAND=({sweep_script.QUOTED_WORD})[ \t]*(?:#.*)?$", re.MULTILINE
+)
 # The runs each job of a grouped sweep runs in turn: its loop's `(group - 1) * N`.
 GROUP_SIZE = re.compile(r"\(group - 1\) \* (\d+)")
 
@@ -56,7 +58,7 @@ def carry(text: str, cluster: Cluster) -> Carried:
     _names(parsed, carried)
     _gpus(parsed, cluster, carried)
     runs = sweep_script.runs_in(text)
-    _time(parsed, carried, _runs_per_job(text) if runs else 0)
+    _time(parsed, carried, runs_per_job(text) if runs else 0)
     _by_hand(parsed, cluster, carried)
     others = sorted(
         {str(d).partition("=")[0] for d in parsed.directives if d.option not in CARRIED}
@@ -69,6 +71,21 @@ def carry(text: str, cluster: Cluster) -> Carried:
     if runs:  # the sweep's own command, over any line that runs a program
         _sweep(text, runs, carried)
     return carried
+
+
+def sweep_jobs(text: str) -> tuple[int, int, int] | None:
+    """Of a sweep the portal wrote: the runs the script runs (all, or a re-run's), the jobs
+    they go in (its array's tasks, or one) and the parts of each run's chain (1 without one);
+    None for another script."""
+    if not sweep_script.runs_in(text):
+        return None
+    array = parse_script(text).option("array")
+    read = _array(array) if array else None
+    jobs = read[0] if read else 1
+    grouped = sweep_script.RUNS_LINE.search(text)
+    runs = len(grouped.group(1).split()) if grouped else jobs
+    parts = sweep_script.CHAIN_PARTS.search(text)
+    return runs, jobs, int(parts.group(1)) if parts else 1
 
 
 def _names(parsed: Script, carried: Carried) -> None:
@@ -190,7 +207,7 @@ def _sweep(text: str, runs: list[sweep_script.ScriptRun], carried: Carried) -> N
         carried.values["command"] = words[0]
 
 
-def _runs_per_job(text: str) -> int:
+def runs_per_job(text: str) -> int:
     """1 in an array of runs; the runs each job takes in turn where short runs are grouped."""
     found = GROUP_SIZE.search(text) if sweep_script.RUNS_LINE.search(text) else None
     return int(found.group(1)) if found else 1

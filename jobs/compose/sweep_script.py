@@ -18,9 +18,19 @@ from jobs.compose.script_spec import ScriptSpec
 RUNS_TABLE = "runs.tsv"
 # The columns after the parameters' own.
 OUTCOME_COLUMNS = ("exit_code", "elapsed_s", "job", "node")
+# One shell word, as quote() writes it (bare, in single quotes, "'" for a quote) or a hand edit
+# may (in double quotes, a backslash): its quotes may hold line breaks (a command of several).
+QUOTED_WORD = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\])+"""
 # `    7) RUN_NAME=run-007_lr-0.01 lr=0.01 JOB_COMMAND='...' ;;`: one run, as run_values reads it.
-_CASE = re.compile(r"^ {8}(\d+)\) RUN_NAME=(\S+) (.*) ;;$", re.MULTILINE)
-ARRAY_LINE = re.compile(r"^#SBATCH --array=(\S+)$", re.MULTILINE)
+_CASE = re.compile(
+    rf"^ {{8}}(\d+)\) RUN_NAME=(\S+)[ \t]+((?:[A-Za-z_]\w*={QUOTED_WORD}[ \t]+)+);;[ \t]*$",
+    re.MULTILINE,
+)
+# The array's line, also as a hand edit may write it and sbatch reads it (--array 1-6, -a 1-6, a
+# space or a comment after it): a re-run replaces it whole.
+ARRAY_LINE = re.compile(
+    r"^#SBATCH[ \t]+(?:--array[= \t]|-a)[ \t]*([^\s#]+)[ \t]*(?:#.*)?$", re.MULTILINE
+)
 RUNS_LINE = re.compile(r'^SWEEP_RUNS="([\d ]*)"$', re.MULTILINE)
 
 
@@ -89,6 +99,10 @@ def runs_are_grouped(script: str) -> bool:
     return bool(RUNS_LINE.search(script))
 
 
+# The last part of a chained run: requeue_lines' test, as from_script.sweep_jobs reads it.
+CHAIN_PARTS = re.compile(r'^    if .* \[ "\$CHAIN_PART" -lt (\d+) \]$', re.MULTILINE)
+
+
 def requeue_lines(spec: ScriptSpec) -> list[str]:
     """At the very end of finish(): the run's next part, when this one saved on Slurm's warning.
     Requeued, the task starts again from the top with its own folders (about two minutes later:
@@ -115,17 +129,31 @@ def _record(spec: ScriptSpec) -> list[str]:
     copy = []
     if spec.copy_back:
         copy = [f"    {spec.copy_back.command} || true"]
+    earlier = []
+    if spec.chain_parts:
+        earlier = [
+            "    # A later part of a chained run: the time its earlier parts ran too, from the",
+            "    # line the last of them wrote (this task's own, not a first try's).",
+            '    if [ "${CHAIN_PART:-1}" -gt 1 ]; then',
+            "        run_earlier=$(awk -F '\\t' -v job=\"${job:-$SLURM_JOB_ID}\" "
+            "'$(NF - 1) == job { print $(NF - 2) }' \"$SWEEP_DEST/.runs/$RUN_NAME.tsv\" "
+            "2>/dev/null || true)",
+            "    fi",
+        ]
     return [
         "# The run's results back to its folder, then its line: each run writes its own file,",
         f"# and {RUNS_TABLE} is made again from them all, one writer at a time (flock, where",
         "# the file system takes locks), so that runs ending together lose no line.",
         "save_run() {",
         *copy,
-        "    local job line",
+        "    local job line" + (" run_earlier=0" if spec.chain_parts else ""),
         '    job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"',
+        *earlier,
         '    line=$(printf \'%s\\t\' "$RUN_NUMBER" "$RUN_NAME" '
         + (f"{own} " if own else "")
-        + '"$1" "$((SECONDS - run_started))" "${job:-$SLURM_JOB_ID}" '
+        + '"$1" "$((SECONDS - run_started'
+        + (" + ${run_earlier:-0}" if spec.chain_parts else "")
+        + '))" "${job:-$SLURM_JOB_ID}" '
         + '"${SLURMD_NODENAME:-$(hostname -s)}")',
         '    mkdir -p "$SWEEP_DEST/.runs"',
         '    printf \'%s\\n\' "${line%?}" > "$SWEEP_DEST/.runs/$RUN_NAME.tsv"',

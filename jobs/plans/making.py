@@ -11,7 +11,7 @@ from guidance.models import Cluster
 from jobs.cluster import remote
 from jobs.compose.estimates import Ask, estimates
 from jobs.compose.forms import NAME_RULE
-from jobs.compose.from_script import carry
+from jobs.compose.from_script import carry, runs_per_job, sweep_jobs
 from jobs.compose.script_spec import NAME
 from jobs.compose.submit import with_output_files
 from jobs.models import ClusterAccount, Plan, Via, no_login
@@ -93,9 +93,15 @@ def plan_script(
 
 def _gpu_hours(text: str, facts) -> GpuHours | None:
     """The GPU-hours the script asks for, read as the composer reads a pasted script: its GPUs
-    times its time limit, for each job of its array (a chain's time is already all its parts')."""
+    times its time limit, for each job of its array (a chain's time is already all its parts'),
+    and of a portal sweep, for each of its jobs and each part of its runs' chains."""
     values = carry(text, facts).values
     gpus, hours = values.get("gpu_count"), values.get("hours")
     if not gpus or not hours:
         return None
+    if sweep := sweep_jobs(text):
+        runs, jobs, parts = sweep
+        # The composer's hours are each run's: a grouped job's limit holds runs_per_job of them.
+        per_job = float(hours) * runs_per_job(text)
+        return GpuHours(gpus=int(gpus), hours=per_job, parts=parts, jobs=jobs, runs=runs)
     return GpuHours(gpus=int(gpus), hours=float(hours), jobs=int(values.get("similar_runs") or 1))
