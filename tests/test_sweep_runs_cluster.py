@@ -174,3 +174,53 @@ def test_a_grouped_sweeps_runs_are_read_from_runs_tsv_and_its_failed_runs_run_ag
         ["3", FOLDERS[2], "no", "1", "0"],
         ["4", FOLDERS[3], "no", "2", "0"],
     ]
+
+
+# Saves on Slurm's warning and stops, as a checkpointing program does; else works for 40 s.
+SAVING = (
+    "trap 'echo {seed} > \"$RESULTS_DIR/saved\"; exit 0' USR1; "
+    'for i in $(seq 40); do sleep 1; done; echo {seed} > "$RESULTS_DIR/seed.txt"'
+)
+
+
+def test_a_grouped_run_stopped_by_the_warning_is_not_done_and_the_rest_wait(
+    user_client, user, devcluster, seeded, results
+):
+    call_command("register_devcluster", user.username, stdout=io.StringIO())
+    name = f"sweep-{uuid.uuid4().hex[:6]}"
+    form = LOCAL | {
+        "hours": "0.05",
+        "checkpointing": "on",
+        "job_name": name,
+        "command": SAVING,
+        "sweep_grid": "seed = 1 2 3",
+        "results_dir": results,
+    }
+    form |= {"submit": "1", "submission_key": _key(user_client, "/jobs/new/")}
+    assert user_client.post("/jobs/new/", form).status_code == 302
+    sweep = Job.objects.get(owner=user, name=name)
+    assert 'SWEEP_RUNS="1 2 3"' in sweep.script
+    tasks.submit_job.apply(args=[sweep.pk])
+    sweep.refresh_from_db()
+    assert sweep.slurm_id, sweep.message
+    # Slurm's warning (as --signal=B:USR1 sends it) once run 1 is under way.
+    deadline = time.monotonic() + 120
+    while devcluster.ssh(f"test -d {results}/run-001_seed-1").returncode:
+        assert time.monotonic() < deadline, "run 1 never started"
+        time.sleep(1)
+    time.sleep(3)
+    warned = devcluster.ssh(f"scancel --batch --signal=USR1 {sweep.slurm_id}")
+    assert warned.returncode == 0, warned.stderr
+    _follow(sweep)
+    # It saved and stopped: not done. The runs after it were not started with minutes left.
+    assert (sweep.state, sweep.exit_code) == (JobState.FAILED, 124)
+    assert devcluster.ssh(f"cat {results}/run-001_seed-1/saved").stdout.strip() == "1"
+    rows = _rows(user_client.get(sweep.get_absolute_url()).content.decode())
+    # Run, seed, state, exit code.
+    assert {n: row[2:4] for n, row in rows.items()} == {
+        1: ["Failed", "124"],
+        2: ["Failed", ""],
+        3: ["Failed", ""],
+    }, rows
+    runs = listing.runs_of(sweep)
+    assert [run.number for run in runs.failed] == [1, 2, 3]  # all three go again on a re-run

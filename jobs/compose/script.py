@@ -272,10 +272,11 @@ def _finish(spec: ScriptSpec) -> list[str]:
             "# data is staged) is kept for the program, which gets it once it has started.",
             'program=""',
             'usr1_pending=""',
-            # A sweep's chained run goes back in the queue when the warning came (finish()).
-            *(['usr1_seen=""'] if spec.chain_parts else []),
+            # A sweep's run that saved on the warning is not done: its line says so, and a
+            # chained run goes back in the queue for its next part (finish()).
+            *(['usr1_seen=""'] if spec.sweep else []),
             "forward_usr1() {",
-            *(["    usr1_seen=1"] if spec.chain_parts else []),
+            *(["    usr1_seen=1"] if spec.sweep else []),
             '    if [ -n "$program" ]; then',
             '        kill -USR1 "$program" 2>/dev/null || true',
             "    else",

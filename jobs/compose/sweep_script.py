@@ -118,6 +118,11 @@ def requeue_lines(spec: ScriptSpec) -> list[str]:
     ]
 
 
+# A run that saved and stopped on Slurm's warning, with no part of it left to resume it, is not
+# done: its line says so with timeout(1)'s code, and "Re-run failed runs" takes it up again.
+STOPPED_AT_WARNING = 124
+
+
 def header(sweep: Sweep) -> tuple[str, ...]:
     return ("run", "folder", *sweep.names, *OUTCOME_COLUMNS)
 
@@ -146,12 +151,13 @@ def _record(spec: ScriptSpec) -> list[str]:
         "# the file system takes locks), so that runs ending together lose no line.",
         "save_run() {",
         *copy,
-        "    local job line" + (" run_earlier=0" if spec.chain_parts else ""),
+        "    local job line status=$1" + (" run_earlier=0" if spec.chain_parts else ""),
         '    job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"',
+        *_stopped(spec),
         *earlier,
         '    line=$(printf \'%s\\t\' "$RUN_NUMBER" "$RUN_NAME" '
         + (f"{own} " if own else "")
-        + '"$1" "$((SECONDS - run_started'
+        + '"$status" "$((SECONDS - run_started'
         + (" + ${run_earlier:-0}" if spec.chain_parts else "")
         + '))" "${job:-$SLURM_JOB_ID}" '
         + '"${SLURMD_NODENAME:-$(hostname -s)}")',
@@ -168,6 +174,18 @@ def _record(spec: ScriptSpec) -> list[str]:
     ]
 
 
+def _stopped(spec: ScriptSpec) -> list[str]:
+    if not spec.checkpointing:
+        return []  # no warning is asked for, none is heard
+    last = f' && [ "${{CHAIN_PART:-1}}" -ge {spec.chain_parts} ]' if spec.chain_parts else ""
+    return [
+        "    # Saved and stopped on Slurm's warning, with no part left to resume it: not done.",
+        f'    if [ -n "${{usr1_seen:-}}" ] && [ "$status" = 0 ]{last}; then',
+        f"        status={STOPPED_AT_WARNING}",
+        "    fi",
+    ]
+
+
 def finish_lines() -> list[str]:
     """In finish(): the run that was running when the job ended keeps its results and line."""
     return ['    [ -z "$run_open" ] || save_run "$code" || true']
@@ -180,6 +198,19 @@ def staging_note(spec: ScriptSpec) -> list[str]:
         "# Each run of the array stages its own copy: the node-local folder is the task's own",
         "# and goes when the task ends, and a copy shared between tasks could be read while",
         "# another task still writes it or removed under a task that still reads it.",
+    ]
+
+
+def _no_run_after_the_warning(spec: ScriptSpec) -> list[str]:
+    if not spec.checkpointing:
+        return []
+    return [
+        "    # After Slurm's warning the job has minutes left: the runs not started wait for",
+        "    # a re-run, and the job's code says one stopped early.",
+        '    if [ -n "${usr1_seen:-}" ]; then',
+        f'        [ "$status" != 0 ] || status={STOPPED_AT_WARNING}',
+        "        break",
+        "    fi",
     ]
 
 
@@ -206,6 +237,7 @@ def grouped_run(spec: ScriptSpec, launch: list[str], late_usr1: list[str]) -> li
         '    program=""',
         '    save_run "$run_status"',
         '    [ "$run_status" = 0 ] || status=$run_status',
+        *_no_run_after_the_warning(spec),
         "done",
         'exit "$status"',
     ]
