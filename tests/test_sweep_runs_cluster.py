@@ -65,6 +65,21 @@ def _follow(job: Job, timeout: float = 180) -> None:
         time.sleep(1)
 
 
+def _submitted(client, user, results: str, command: str, grid: str, **more: str) -> Job:
+    """A sweep of short runs composed on the local cluster, submitted the composer's way."""
+    call_command("register_devcluster", user.username, stdout=io.StringIO())
+    name = f"sweep-{uuid.uuid4().hex[:6]}"
+    form = LOCAL | {"hours": "0.05", "job_name": name, "command": command, "sweep_grid": grid}
+    form |= {"results_dir": results, **more}
+    form |= {"submit": "1", "submission_key": _key(client, "/jobs/new/")}
+    assert client.post("/jobs/new/", form).status_code == 302
+    sweep = Job.objects.get(owner=user, name=name)
+    tasks.submit_job.apply(args=[sweep.pk])
+    sweep.refresh_from_db()
+    assert sweep.slurm_id, sweep.message
+    return sweep
+
+
 def _messages(response) -> str:
     return " ".join(str(message) for message in get_messages(response.wsgi_request))
 
@@ -83,23 +98,9 @@ def _rows(page: str) -> dict[int, list[str]]:
 def test_a_grouped_sweeps_runs_are_read_from_runs_tsv_and_its_failed_runs_run_again(
     user_client, user, devcluster, seeded, results
 ):
-    call_command("register_devcluster", user.username, stdout=io.StringIO())
-    name = f"sweep-{uuid.uuid4().hex[:6]}"
-    form = LOCAL | {
-        "hours": "0.05",
-        "job_name": name,
-        "command": COMMAND,
-        "sweep_grid": GRID,
-        "results_dir": results,
-    }
-    form |= {"submit": "1", "submission_key": _key(user_client, "/jobs/new/")}
-    assert user_client.post("/jobs/new/", form).status_code == 302
-    sweep = Job.objects.get(owner=user, name=name)
+    sweep = _submitted(user_client, user, results, COMMAND, GRID)
     assert 'SWEEP_RUNS="1 2 3 4"' in sweep.script  # short runs: one grouped job
     assert "#SBATCH --array" not in sweep.script
-    tasks.submit_job.apply(args=[sweep.pk])
-    sweep.refresh_from_db()
-    assert sweep.slurm_id, sweep.message
     _follow(sweep)
     assert (sweep.state, sweep.exit_code) == (JobState.FAILED, 3)  # its last failed run's
 
@@ -186,23 +187,8 @@ SAVING = (
 def test_a_grouped_run_stopped_by_the_warning_is_not_done_and_the_rest_wait(
     user_client, user, devcluster, seeded, results
 ):
-    call_command("register_devcluster", user.username, stdout=io.StringIO())
-    name = f"sweep-{uuid.uuid4().hex[:6]}"
-    form = LOCAL | {
-        "hours": "0.05",
-        "checkpointing": "on",
-        "job_name": name,
-        "command": SAVING,
-        "sweep_grid": "seed = 1 2 3",
-        "results_dir": results,
-    }
-    form |= {"submit": "1", "submission_key": _key(user_client, "/jobs/new/")}
-    assert user_client.post("/jobs/new/", form).status_code == 302
-    sweep = Job.objects.get(owner=user, name=name)
+    sweep = _submitted(user_client, user, results, SAVING, "seed = 1 2 3", checkpointing="on")
     assert 'SWEEP_RUNS="1 2 3"' in sweep.script
-    tasks.submit_job.apply(args=[sweep.pk])
-    sweep.refresh_from_db()
-    assert sweep.slurm_id, sweep.message
     # Slurm's warning (as --signal=B:USR1 sends it) once run 1 is under way.
     deadline = time.monotonic() + 120
     while devcluster.ssh(f"test -d {results}/run-001_seed-1").returncode:
