@@ -540,8 +540,10 @@ def _print_table(rendered, ids: dict[str, str], rows: dict[str, tuple[str, str]]
         # A chain is an array: its last part stands for it.
         parts = sorted(k for k in rows if k == job_id or k.startswith(f"{job_id}_"))
         state, exit_code = rows[parts[-1]] if parts else ("?", "?")
-        # A data path that is not there stops the job with the portal's own status.
-        expected = "FAILED" if case.shape == "missing" else ENDINGS[case.ending][0]
+        # A data path that is not there stops the job with the portal's own status; a grouped
+        # job exits with its last failed run's code.
+        failing = case.shape == "missing" or case.sweep == "grouped-fail"
+        expected = "FAILED" if failing else ENDINGS[case.ending][0]
         print(f"{name:<{width}}  {job_id:>6}  {expected:<9}  {state:<10}  {exit_code}")
 
 
