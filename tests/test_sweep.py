@@ -95,6 +95,8 @@ def test_folders_say_the_run_and_its_values():
         ({"SLURM_NTASKS": ["1"]}, "x", "sweep", "the job's own variable"),
         ({"status": ["1"]}, "x", "sweep", "the job's own variable"),
         ({"HOME": ["1"]}, "x", "sweep", "the job's own variable"),
+        ({"LOCAL_RANK": ["1"]}, "x", "sweep", "the job's own variable"),  # torchrun's
+        ({"lr": ["1", "2", "1"]}, "x", "sweep", "lr gives '1' more than once"),
         ({"lr": ["1"]}, "train --seed {seed}", "command", "{seed}, which is not a parameter"),
         (
             {"a": [str(i) for i in range(40)], "b": [str(i) for i in range(30)]},
@@ -119,6 +121,7 @@ def test_a_sweep_it_cannot_run_is_refused_in_words_for_its_field(grid, command, 
         ("lr=1 lr=2", "given twice"),
         ("lr", "not name=value"),
         ("lr='1", "a quote is not closed"),
+        ("# the rates\nlr=1\n\nlr=2\nlr='1'", "Line 5 gives the same values as line 2"),
     ],
 )
 def test_lines_it_cannot_read_are_refused_by_their_line(text, words):

@@ -50,6 +50,8 @@ RESERVED = frozenset(
     # the run to GPUs it does not hold, or to none).
     | {"LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
     | {"GPU_DEVICE_ORDINAL"}
+    # What torchrun (and srun) set in each process it starts, over the run's own value.
+    | {"RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE"}
     | BASH_OWN
     | ALWAYS_SET
     | SLURM_JOB_VARIABLES
@@ -100,6 +102,12 @@ def from_grid(grid: Mapping[str, Sequence[str]], command: str) -> Sweep:
             raise SweepError(f"{name} has no values: give at least one.")
         for value in grid[name]:
             _check_value(name, value)
+        if twice := sorted({v for v in grid[name] if list(grid[name]).count(v) > 1}):
+            raise SweepError(
+                f"{name} gives {', '.join(map(repr, twice))} more than once, which would make "
+                "the same run again: give each value once (for repeats of one command, set "
+                "Runs of the same command)."
+            )
     count = math.prod(len(grid[name]) for name in names)
     if count > MAX_RUNS:
         raise SweepError(_too_many(count))
@@ -201,12 +209,25 @@ def from_lines(text: str, command: str) -> Sweep:
         for name, value in pairs:
             _check_value(name, value)
         order = dict(pairs)
-        rows.append(tuple((name, order[name]) for name in names))
+        row = tuple((name, order[name]) for name in names)
+        if row in rows:
+            raise SweepError(
+                f"Line {number} gives the same values as line {_line_of(text, rows.index(row))}"
+                ": each run once (for repeats of one command, set Runs of the same command)."
+            )
+        rows.append(row)
         if len(rows) > MAX_RUNS:
             raise SweepError(_too_many(len(rows)))
     if names is None:
         raise SweepError("Give one line per run, e.g. lr=0.01 seed=1.")
     return _sweep(names, rows, command)
+
+
+def _line_of(text: str, run_index: int) -> int:
+    """The line number of the run_index-th run in the text (blank and # lines skipped)."""
+    runs = [n for n, line in enumerate(text.splitlines(), start=1)
+            if line.strip() and not line.lstrip().startswith("#")]  # fmt: skip
+    return runs[run_index]
 
 
 def _sweep(names: tuple[str, ...], rows: list, command: str) -> Sweep:
