@@ -187,3 +187,8 @@ def test_a_grid_line_gives_back_each_value_as_typed_whatever_separates_them(
 
     grid = grid_from_text(f"lr = {separator.join(word(v) for v in typed)}{comment}")
     assert grid == {"lr": typed}
+
+
+def test_a_one_run_sweeps_plan_says_one_run():
+    one = from_grid({"lr": ["0.1"]}, "train --lr {lr}")
+    assert plan(one, 60, 1).reason.startswith("1 run of 1 h each: one job array")

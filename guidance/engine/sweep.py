@@ -328,7 +328,7 @@ def plan(
             1,
             minutes_per_run,
             gpu_hours,
-            f"{runs} runs of {_duration(minutes_per_run)} each: one job array, a task per "
+            f"{_runs(runs)} of {_duration(minutes_per_run)} each: one job array, a task per "
             f"run{cap}, so that each run waits in the queue only for its own GPUs and a failed "
             "run can be run again alone.",
             sources.SIMILAR_JOBS,
@@ -350,6 +350,10 @@ def plan(
         f"{SHORT_RUN_MINUTES} min a run would wait and start longer than it works).",
         sources.SIMILAR_JOBS,
     )
+
+
+def _runs(count: int) -> str:
+    return "1 run" if count == 1 else f"{count} runs"
 
 
 def _duration(minutes: int) -> str:
