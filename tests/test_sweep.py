@@ -191,4 +191,4 @@ def test_a_grid_line_gives_back_each_value_as_typed_whatever_separates_them(
 
 def test_a_one_run_sweeps_plan_says_one_run():
     one = from_grid({"lr": ["0.1"]}, "train --lr {lr}")
-    assert plan(one, 60, 1).reason.startswith("1 run of 1 h each: one job array")
+    assert plan(one, 60, 1).reason.startswith("1 run of 60 min each: one job array")
