@@ -339,7 +339,8 @@ def test_a_chain_is_sized_on_its_parts_added_up(user, account):  # noqa: F811
         task_time_limit_seconds=3 * 3600,
     )
     (time,) = _hours(final_report(job))
-    assert time.change == "--time=5:30:00 instead of 9:00:00"
+    assert time.change == "5:30:00 in all instead of 9:00:00"
+    assert time.reason.startswith("Its parts ran 4:05:00 in all of the 9:00:00 they asked for")
 
 
 def test_the_next_run_leaves_no_time_limit_set_by_hand(user_client, user, account, scripts):  # noqa: F811

@@ -281,6 +281,14 @@ _ONE_JOB = _Said(
     took="It ran {took} of the {had} it asked for: {ask} leaves a quarter more than it took, "
     "and shorter jobs are more likely to start sooner.",
 )
+# A chain's duration is the whole chain's: its parts' times added up, in the parts it needs.
+_CHAIN = _Said(
+    change="{ask} in all instead of {had}",
+    out_of_time="Its parts ran out of time after {had} in all: ask for half as much again, "
+    "which adds parts to the chain.",
+    took="Its parts ran {took} in all of the {had} they asked for: {ask} in all leaves a "
+    "quarter more than they took, in fewer parts.",
+)
 # The sweep's own field: each run's duration, from its longest run against what each was given.
 _EACH_RUN = _Said(
     change="{ask} per run instead of {had}",
@@ -316,7 +324,7 @@ def _time(facts: JobFacts) -> Suggestion | None:
         took = facts.longest_task_seconds if facts.longest_task_seconds is not None else took
         had = facts.task_time_limit_seconds
     ran_out = facts.timed_out or (had is not None and took >= had)
-    return _sized(took, had, ran_out, _ONE_JOB)
+    return _sized(took, had, ran_out, _CHAIN if facts.chain else _ONE_JOB)
 
 
 def _sized(took: int, had: int | None, timed_out: bool, said: _Said, runs=1) -> Suggestion | None:
