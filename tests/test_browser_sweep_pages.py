@@ -13,7 +13,7 @@ from django.utils import timezone
 from guidance.models import Cluster
 from jobs.compose.forms import ComposeForm
 from jobs.compose.from_form import compose
-from jobs.models import Job, JobState, JobTask
+from jobs.models import Composition, Job, JobState, JobTask
 from tests.test_browser import ARTIFACTS, browser, logged_in  # noqa: F401  (the module-wide Chromium)
 from tests.test_browser_composer import SCREENS, _fits
 from tests.test_job_pages import _account
@@ -69,11 +69,17 @@ def test_the_runs_table_sorts_by_a_parameter_and_fits_the_screen(
     chromium, live_server, alice, screen
 ):
     name, viewport = screen
-    composed = compose(ComposeForm(SWEEP | {"hours": "1"}))
+    composed = compose(ComposeForm(SWEEP | {"hours": "2"}))
     account = _account(alice, Cluster.objects.get(slug="narval"))
+    composition = Composition.objects.create(
+        owner=alice, name="sweep1", fields=SWEEP | {"hours": "2"}, script=composed.script
+    )
+    # As the poller leaves it: its tasks added up, and one task's own figures.
     job = Job.objects.create(
         owner=alice, account=account, name="sweep1", script=composed.script, slurm_id="500",
-        state=JobState.FAILED, ended=timezone.now(),
+        state=JobState.FAILED, ended=timezone.now(), composition=composition, gpus=1,
+        elapsed_seconds=210 * 60, time_limit_seconds=6 * 2 * 3600,
+        longest_task_seconds=60 * 60, task_time_limit_seconds=2 * 3600,
     )  # fmt: skip
     ended = timezone.now() - timedelta(minutes=5)
     for number in range(1, 7):
@@ -95,3 +101,8 @@ def test_the_runs_table_sorts_by_a_parameter_and_fits_the_screen(
         page.locator("[data-run]").first.scroll_into_view_if_needed()
         page.screenshot(path=ARTIFACTS / f"job-sweep-runs-{name}.png", full_page=True)
         _fits(page)
+        # The report sizes each run by its longest completed run (run 6's hour), not the sum.
+        advice = page.locator("#job-efficiency")
+        advice.scroll_into_view_if_needed()
+        assert "1:15:00 per run instead of 2:00:00" in advice.inner_text()
+        page.screenshot(path=ARTIFACTS / f"job-sweep-report-{name}.png", full_page=True)
