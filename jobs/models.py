@@ -409,6 +409,17 @@ class Job(models.Model):
         return f"{JOBS_ROOT}/{self.name}"
 
     @property
+    def one_task(self) -> tuple[int | None, int | None]:
+        """Elapsed and time limit of one allocation: an array's longest task and each task's
+        limit (its saved figures add the tasks up), else the job's own; rows saved before the
+        task figures fall back to those."""
+        longest = self.longest_task_seconds
+        return (
+            longest if longest is not None else self.elapsed_seconds,
+            self.task_time_limit_seconds or self.time_limit_seconds,
+        )
+
+    @property
     def is_final(self) -> bool:
         return self.state in JobState.final()
 

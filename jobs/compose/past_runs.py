@@ -65,13 +65,12 @@ def past_run(job: Job) -> PastRun:
         outcome = _OUTCOMES.get(JobState(job.state), Outcome.FAILED)
     else:
         outcome = Outcome.RUNNING
-    # One allocation's figures: an array's tasks each had their own limit (older rows lack them).
-    longest = job.longest_task_seconds
+    elapsed, limit = job.one_task
     return PastRun(
         label=f"job {job.slurm_id or job.pk}",
         outcome=outcome,
-        elapsed_seconds=longest if longest is not None else job.elapsed_seconds,
-        time_limit_seconds=job.task_time_limit_seconds or job.time_limit_seconds,
+        elapsed_seconds=elapsed,
+        time_limit_seconds=limit,
         sizes_time=not (chained(job.script) or sweep_script.runs_are_grouped(job.script)),
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,

@@ -67,10 +67,10 @@ def _failed(job: Job, state: JobState, slurm: str) -> Message:
     what += "."
     if job.message:
         what += f" {job.message}"  # the portal's reason line: the script said why it stopped
-    longest = job.longest_task_seconds
-    facts = JobFacts(  # one allocation's: an array's tasks each ran out of their own time
-        elapsed_seconds=longest if longest is not None else job.elapsed_seconds,
-        time_limit_seconds=job.task_time_limit_seconds or job.time_limit_seconds,
+    elapsed, limit = job.one_task  # an array's tasks each ran out of their own time
+    facts = JobFacts(
+        elapsed_seconds=elapsed,
+        time_limit_seconds=limit,
         max_rss_mb=job.max_rss_mb,
         requested_memory_mb=job.requested_memory_mb,
         timed_out=state == JobState.TIMEOUT,
